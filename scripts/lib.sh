@@ -1,0 +1,33 @@
+# shellcheck shell=bash disable=SC2034
+# Shared helpers for the smaps_rollup workbench scripts. Source this file.
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# Large, reusable things (kernel git tree, object dirs, ccache) live outside
+# the repository so a fresh clone reuses them. Override with SMAPS_CACHE.
+CACHE=${SMAPS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/smaps-rollup}
+KSRC=$CACHE/linux            # git repository: branches stock, base, series
+KOUT=$CACHE/out              # kbuild output directories, one per variant
+# Small per-checkout artefacts (initramfs, logs, results of a run).
+BUILD=$REPO/build
+TARBALL=${SMAPS_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
+export CCACHE_DIR=$CACHE/ccache
+
+say() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# step NAME CMD...: run a long step, announcing it and naming it on failure.
+step() {
+	local name=$1
+	shift
+	say "$name"
+	"$@" || die "step failed: $name"
+}
+
+# need_space DIR MIB: refuse to start a step that cannot fit on disk.
+need_space() {
+	local avail
+	mkdir -p "$1"
+	avail=$(df -Pm "$1" | awk 'NR == 2 { print $4 }')
+	[ "$avail" -ge "$2" ] ||
+		die "not enough disk space in $1: ${avail} MiB free, ${2} MiB needed"
+}
