@@ -10,8 +10,8 @@ table:   print the rollup verbatim, then field | rollup | sum over smaps |
          With --sample it starts BIN (scripts/sample), waits for its "ready",
          also checks the sizes BIN reports, and ends BIN afterwards.
          Exit 0 all agree, 1 something differs, 2 error, 3 no smaps_rollup.
-compare: the oracle: line-by-line shape of two saved rollups, and values of
-         the fields the sample workload fixes.  Exit 0 same, 1 differ.
+compare: the oracle: line-by-line shape of two saved rollups, and their
+         values (see FIXED).  Exit 0 same, 1 differ.
 
 Called by scripts/rollup-table and scripts/oracle; keep it to the system
 python3 and its standard library.
@@ -39,15 +39,16 @@ NUMBER_END = 24     # index just past the number in a field line
 HEADER_RE = re.compile(r"^([0-9a-f]+)-([0-9a-f]+) ")
 FIELD_RE = re.compile(r"^([A-Za-z_]+):( +)([0-9]+) kB$")
 
-# Fields the sample fixes, identical on any two kernels running the same
-# static binary without randomisation: anonymous and shmem memory and the
-# features the sample does not use.  File-backed Rss/Pss/Clean/Referenced
-# depend on page cache and readahead, and Pss on how many processes map the
-# vDSO, so compare() reports differences there without failing.
-FIXED = ["header", "Pss_Dirty", "Pss_Anon", "Pss_Shmem", "Shared_Dirty", "Private_Dirty",
-         "Anonymous", "KSM", "LazyFree", "AnonHugePages", "ShmemPmdMapped",
-         "FilePmdMapped", "Shared_Hugetlb", "Private_Hugetlb", "Swap",
-         "SwapPss", "Locked"]
+# Fields the oracle compares by value. The sample runs the same static
+# binary without randomisation, without THP and without its [vdso] (whose
+# Pss depends on how many processes exist), so on two kernels that differ
+# only in smaps_rollup every field comes out the same: three boots of the
+# stock kernel (as root and as uid 65534) gave identical rollups. Should the
+# file-backed ones (Rss, Pss, Pss_File, *_Clean, Referenced: page cache and
+# fault-around) ever prove unstable, list them in REPORT_ONLY: compare()
+# then shows their differences without failing.
+REPORT_ONLY = set()
+FIXED = [f for f in ["header"] + FIELDS if f not in REPORT_ONLY]
 
 
 def fail(msg, code=2):
@@ -179,8 +180,16 @@ def sample_checks(info):
 
 
 def table(pid, save=None, info=None):
-    rollup_text = read_proc(pid, "smaps_rollup")
-    smaps_text = read_proc(pid, "smaps")
+    # The two files are read one after the other: read the rollup again
+    # afterwards, and start over if it changed meanwhile.
+    for attempt in range(5):
+        rollup_text = read_proc(pid, "smaps_rollup")
+        smaps_text = read_proc(pid, "smaps")
+        if read_proc(pid, "smaps_rollup") == rollup_text:
+            break
+    else:
+        print(f"warning: /proc/{pid}/smaps_rollup changed while it was read 5 times; "
+              "the target is not quiescent")
     if smaps_text is None:
         fail(f"/proc/{pid}/smaps does not exist: no such process, or no PROC_PAGE_MONITOR")
     if save:
@@ -300,6 +309,7 @@ def compare(stock_path, series_path):
     hb, vb, _ = parse_rollup(series)
     va["header"], vb["header"] = ha, hb
     print("oracle: values (fixed: must be equal; other: reported only)")
+    print(f"  {'field':<16} {'':<6} {'stock':>22} {'series':>22}")
     for f in ["header"] + FIELDS:
         x, y = va.get(f), vb.get(f)
         fixed = f in FIXED

@@ -19,8 +19,9 @@
  * start-up mappings and the shared region.
  *
  * To be deterministic across boots and kernels it disables THP for itself
- * (PR_SET_THP_DISABLE) and re-executes itself once without address-space
- * randomisation (ADDR_NO_RANDOMIZE), so stack and heap pages line up.
+ * (PR_SET_THP_DISABLE), re-executes itself once without address-space
+ * randomisation (ADDR_NO_RANDOMIZE), so stack and heap pages line up, and
+ * unmaps its [vdso], whose Pss depends on how many processes exist.
  *
  * It then prints "key: value" lines (pid, the sizes in kB) and "ready", and
  * blocks reading standard input until EOF; then it exits and the child,
@@ -105,10 +106,32 @@ static void file_mapping(const char *path, long pg)
 	}
 	/* Clean page cache: dirty file pages would show as *_Dirty. */
 	if (fsync(fd) && errno != EINVAL && errno != EROFS)
-		die("fsync %s", path);
+		fprintf(stderr, "sample: warning: fsync %s: %s\n", path, strerror(errno));
 	p = map(FILE_PRIVATE, PROT_READ, MAP_PRIVATE, fd, path);
 	close(fd);
 	read_pages(p, FILE_PRIVATE, pg);
+}
+
+/*
+ * Every process maps the vDSO's pages, so their Pss share changes whenever
+ * some process starts or exits: unmap it (nothing here calls into it).
+ */
+static void unmap_vdso(void)
+{
+	unsigned long start, end;
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	if (!f)
+		die("open /proc/self/maps");
+	while (fgets(line, sizeof(line), f)) {
+		if (!strstr(line, "[vdso]"))
+			continue;
+		if (sscanf(line, "%lx-%lx", &start, &end) != 2 ||
+		    munmap((void *)start, end - start))
+			die("unmap [vdso]");
+	}
+	fclose(f);
 }
 
 int main(int argc, char **argv)
@@ -143,6 +166,8 @@ int main(int argc, char **argv)
 			/* Not fatal: carry on with randomisation. */
 		}
 	}
+
+	unmap_vdso();
 
 	/* Shared anonymous region, shared with a child that reads it all. */
 	shared = map(SHARED_ANON, PROT_READ | PROT_WRITE,

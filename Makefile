@@ -1,0 +1,20 @@
+# Entry points; each target is one script under scripts/.
+.PHONY: run test patches check-copies check-series send help
+
+run:			## build the series kernel, boot it, show a sample's rollup
+	@scripts/run
+
+test:			## the whole test job, ending in "N passed, N failed, N skipped"
+	@scripts/run-tests
+
+patches:		## regenerate patches/ (and the copies) from branch dev of the kernel tree
+	@scripts/make-patches
+
+check-copies:		## the exploded copies agree with patches/
+	@scripts/sync-copies --check
+
+check-series:		## checkpatch --strict and a W=1 build of fs/proc
+	@scripts/check-series
+
+help:
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'

@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /proc/PID/smaps_rollup read in every way a reader can: whatever the read
+ * sizes, offsets, seeks and fds, a reader gets the bytes of one large
+ * read().  The 2017 implementation got this wrong (see the series' cover
+ * letter); stock's single_open() file gets it right.
+ *
+ * The target is a settled process (see smaps_rollup.h) that does nothing,
+ * so every read of it must give the same bytes.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <sys/uio.h>
+
+#include "smaps_rollup.h"
+
+#define BUF	(64 << 10)
+
+static int idle_step(int step, long arg, unsigned long *val)
+{
+	return 0;
+}
+
+/* @arg pages written, then every other one made read-only: @arg VMAs. */
+static int many_vmas_step(int step, long arg, unsigned long *val)
+{
+	size_t page = getpagesize(), i;
+	char *p;
+
+	p = mmap(NULL, arg * page, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	sr_touch(p, arg * page, 1);
+	for (i = 1; i < (size_t)arg; i += 2)
+		if (mprotect(p + i * page, page, PROT_READ))
+			return -errno;
+	return 0;
+}
+
+static const struct sr_workload workloads[] = {
+	{ "idle", idle_step, SR_SETTLE_UNMAP_VDSO },
+	{ "many_vmas", many_vmas_step, SR_SETTLE_UNMAP_VDSO },
+	{}
+};
+
+SR_TARGET_MAIN(workloads)
+
+/* A target's smaps_rollup, as one large read() of a fresh fd gave it. */
+struct ref {
+	char path[64];
+	char data[BUF];
+	ssize_t len;
+};
+
+FIXTURE(seq) {
+	struct sr_target t;
+	struct ref ref;
+	ssize_t len;		/* ref.len */
+	char buf[BUF];
+};
+
+static void start(struct __test_metadata *_metadata, struct sr_target *t,
+		  struct ref *ref, const char *name, long arg)
+{
+	int fd;
+
+	ASSERT_EQ(0, sr_target_start(t, name, arg));
+	ASSERT_EQ(0, sr_target_step(t, 1, NULL));
+	sr_path(ref->path, sizeof(ref->path), t->pid, "smaps_rollup");
+	fd = open(ref->path, O_RDONLY);
+	ASSERT_LE(0, fd);
+	ref->len = read(fd, ref->data, sizeof(ref->data));
+	close(fd);
+	ASSERT_LT(0, ref->len);
+	ASSERT_EQ(0, sr_parse_rollup(ref->data, ref->len, &(struct sr_rollup){}))
+		TH_LOG("%s", sr_error);
+}
+
+/* Are the @n bytes read at offset @off those of one large read? */
+static bool ref_matches(const struct ref *ref, size_t off, const char *data,
+			size_t n)
+{
+	size_t want = off < (size_t)ref->len ? ref->len - off : 0;
+
+	return n <= want && !memcmp(data, ref->data + off, n);
+}
+
+static void expect_ref(struct __test_metadata *_metadata,
+		       const struct ref *ref, size_t off, const char *data,
+		       size_t n)
+{
+	EXPECT_TRUE(ref_matches(ref, off, data, n))
+		TH_LOG("%zu bytes at offset %zu differ from one large read",
+		       n, off);
+}
+
+FIXTURE_SETUP(seq)
+{
+	self->t.pid = -1;
+}
+
+FIXTURE_TEARDOWN(seq)
+{
+}
+
+TEST_F(seq, every_read_size_1_to_4096_gives_one_read)
+{
+	size_t size;
+	ssize_t n;
+	int fd;
+
+	start(_metadata, &self->t, &self->ref, "idle", 0);
+	self->len = self->ref.len;
+	for (size = 1; size <= 4096; size++) {
+		fd = open(self->ref.path, O_RDONLY);
+		ASSERT_LE(0, fd);
+		n = sr_read_fd(fd, self->buf, sizeof(self->buf), size);
+		close(fd);
+		ASSERT_EQ(self->len, n) TH_LOG("reads of %zu bytes", size);
+		ASSERT_TRUE(ref_matches(&self->ref, 0, self->buf, n))
+			TH_LOG("reads of %zu bytes differ from one large read",
+			       size);
+	}
+}
+
+TEST_F(seq, pread_at_every_offset_gives_one_read)
+{
+	ssize_t off, n, want, len;
+	int fd, pass;
+
+	start(_metadata, &self->t, &self->ref, "idle", 0);
+	self->len = self->ref.len;
+	fd = open(self->ref.path, O_RDONLY);
+	ASSERT_LE(0, fd);
+	/* Up, then down: going backwards makes seq_file start over. */
+	for (pass = 0; pass < 2; pass++) {
+		for (off = 0; off <= self->len + 2; off++) {
+			ssize_t o = pass ? self->len + 2 - off : off;
+
+			len = 1 + (o * 13) % 97;
+			want = o < self->len ? self->len - o : 0;
+			if (want > len)
+				want = len;
+			n = pread(fd, self->buf, len, o);
+			ASSERT_EQ(want, n) TH_LOG("pread(%zd, %zd)", len, o);
+			expect_ref(_metadata, &self->ref, o, self->buf, n);
+		}
+	}
+	close(fd);
+}
+
+TEST_F(seq, pread_leaves_file_offset_alone)
+{
+	ssize_t n;
+	int fd;
+
+	start(_metadata, &self->t, &self->ref, "idle", 0);
+	self->len = self->ref.len;
+	fd = open(self->ref.path, O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(10, read(fd, self->buf, 10));
+	ASSERT_EQ(20, pread(fd, self->buf + 10, 20, 200));
+	expect_ref(_metadata, &self->ref, 200, self->buf + 10, 20);
+	EXPECT_EQ(10, lseek(fd, 0, SEEK_CUR));
+	n = sr_read_fd(fd, self->buf + 10, sizeof(self->buf) - 10, 4096);
+	close(fd);
+	ASSERT_EQ(self->len - 10, n);
+	expect_ref(_metadata, &self->ref, 0, self->buf, self->len);
+}
+
+TEST_F(seq, lseek_set_to_every_offset_then_read_gives_the_rest)
+{
+	ssize_t off, n;
+	int fd;
+
+	start(_metadata, &self->t, &self->ref, "idle", 0);
+	self->len = self->ref.len;
+	fd = open(self->ref.path, O_RDONLY);
+	ASSERT_LE(0, fd);
+	for (off = self->len; off >= 0; off--) {
+		ASSERT_EQ(off, lseek(fd, off, SEEK_SET));
+		n = sr_read_fd(fd, self->buf, sizeof(self->buf), 4096);
+		ASSERT_EQ(self->len - off, n) TH_LOG("after lseek(%zd)", off);
+		expect_ref(_metadata, &self->ref, off, self->buf, n);
+	}
+	close(fd);
+}
+
+TEST_F(seq, lseek_cur_moves_relative_to_offset)
+{
+	ssize_t n;
+	int fd;
+
+	start(_metadata, &self->t, &self->ref, "idle", 0);
+	self->len = self->ref.len;
+	fd = open(self->ref.path, O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(100, read(fd, self->buf, 100));
+	ASSERT_EQ(100, lseek(fd, 0, SEEK_CUR));
+	ASSERT_EQ(50, lseek(fd, -50, SEEK_CUR));
+	n = sr_read_fd(fd, self->buf, sizeof(self->buf), 4096);
+	ASSERT_EQ(self->len - 50, n);
+	expect_ref(_metadata, &self->ref, 50, self->buf, n);
+	EXPECT_EQ(self->len, lseek(fd, 0, SEEK_CUR));
+	close(fd);
+}
+
+/* seq_lseek() knows SEEK_SET and SEEK_CUR only. */
+TEST_F(seq, lseek_end_data_hole_fail_einval)
+{
+	int fd;
+
+	start(_metadata, &self->t, &self->ref, "idle", 0);
+	self->len = self->ref.len;
+	fd = open(self->ref.path, O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(7, read(fd, self->buf, 7));
+	errno = 0;
+	EXPECT_EQ(-1, lseek(fd, 0, SEEK_END));
+	EXPECT_EQ(EINVAL, errno);
+	errno = 0;
+	EXPECT_EQ(-1, lseek(fd, 0, SEEK_DATA));
+	EXPECT_EQ(EINVAL, errno);
+	errno = 0;
+	EXPECT_EQ(-1, lseek(fd, 0, SEEK_HOLE));
+	EXPECT_EQ(EINVAL, errno);
+	/* The offset is unchanged. */
+	EXPECT_EQ(7, lseek(fd, 0, SEEK_CUR));
+	ASSERT_EQ(5, read(fd, self->buf, 5));
+	expect_ref(_metadata, &self->ref, 7, self->buf, 5);
+	close(fd);
+}
+
+TEST_F(seq, lseek_to_negative_offset_fails_einval)
+{
+	int fd;
+
+	start(_metadata, &self->t, &self->ref, "idle", 0);
+	self->len = self->ref.len;
+	fd = open(self->ref.path, O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(7, read(fd, self->buf, 7));
+	errno = 0;
+	EXPECT_EQ(-1, lseek(fd, -1, SEEK_SET));
+	EXPECT_EQ(EINVAL, errno);
+	errno = 0;
+	EXPECT_EQ(-1, lseek(fd, -8, SEEK_CUR));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(7, lseek(fd, 0, SEEK_CUR));
+	close(fd);
+}
+
+TEST_F(seq, lseek_past_eof_succeeds_then_read_returns_0)
+{
+	int fd;
+
+	start(_metadata, &self->t, &self->ref, "idle", 0);
+	self->len = self->ref.len;
+	fd = open(self->ref.path, O_RDONLY);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(self->len + 100, lseek(fd, self->len + 100, SEEK_SET));
+	EXPECT_EQ(0, read(fd, self->buf, sizeof(self->buf)));
+	EXPECT_EQ(0, pread(fd, self->buf, sizeof(self->buf), self->len));
+	EXPECT_EQ(0, pread(fd, self->buf, sizeof(self->buf), self->len + 4096));
+	close(fd);
+}
+
+TEST_F(seq, reread_after_lseek_0_gives_what_a_fresh_open_gives)
+{
+	ssize_t n;
+	int fd;
+
+	start(_metadata, &self->t, &self->ref, "idle", 0);
+	self->len = self->ref.len;
+	fd = open(self->ref.path, O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(self->len, sr_read_fd(fd, self->buf, sizeof(self->buf), 13));
+	ASSERT_EQ(0, lseek(fd, 0, SEEK_SET));
+	n = sr_read_fd(fd, self->buf, sizeof(self->buf), 17);
+	ASSERT_EQ(self->len, n);
+	expect_ref(_metadata, &self->ref, 0, self->buf, n);
+	/* A partial read, then back to the start. */
+	ASSERT_EQ(0, lseek(fd, 0, SEEK_SET));
+	ASSERT_EQ(300, read(fd, self->buf, 300));
+	ASSERT_EQ(0, lseek(fd, 0, SEEK_SET));
+	n = sr_read_fd(fd, self->buf, sizeof(self->buf), 4096);
+	ASSERT_EQ(self->len, n);
+	expect_ref(_metadata, &self->ref, 0, self->buf, n);
+	close(fd);
+}
+
+TEST_F(seq, interleaved_reads_of_two_fds_each_give_one_read)
+{
+	static char a[BUF], b[BUF];
+	size_t la = 0, lb = 0;
+	ssize_t na, nb;
+	int fa, fb;
+
+	start(_metadata, &self->t, &self->ref, "idle", 0);
+	self->len = self->ref.len;
+	fa = open(self->ref.path, O_RDONLY);
+	fb = open(self->ref.path, O_RDONLY);
+	ASSERT_LE(0, fa);
+	ASSERT_LE(0, fb);
+	do {
+		na = read(fa, a + la, 7);
+		nb = read(fb, b + lb, 11);
+		ASSERT_LE(0, na);
+		ASSERT_LE(0, nb);
+		la += na;
+		lb += nb;
+	} while (na || nb);
+	close(fa);
+	close(fb);
+	ASSERT_EQ(self->len, la);
+	ASSERT_EQ(self->len, lb);
+	expect_ref(_metadata, &self->ref, 0, a, la);
+	expect_ref(_metadata, &self->ref, 0, b, lb);
+}
+
+TEST_F(seq, read_after_eof_returns_0)
+{
+	int fd, i;
+
+	start(_metadata, &self->t, &self->ref, "idle", 0);
+	self->len = self->ref.len;
+	fd = open(self->ref.path, O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(self->len, sr_read_fd(fd, self->buf, sizeof(self->buf), 64));
+	for (i = 0; i < 3; i++)
+		EXPECT_EQ(0, read(fd, self->buf, sizeof(self->buf)));
+	EXPECT_EQ(self->len, lseek(fd, 0, SEEK_CUR));
+	close(fd);
+}
+
+TEST_F(seq, zero_length_read_returns_0_and_keeps_offset)
+{
+	int fd;
+
+	start(_metadata, &self->t, &self->ref, "idle", 0);
+	self->len = self->ref.len;
+	fd = open(self->ref.path, O_RDONLY);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, read(fd, self->buf, 0));
+	ASSERT_EQ(5, read(fd, self->buf, 5));
+	EXPECT_EQ(0, read(fd, self->buf, 0));
+	EXPECT_EQ(5, lseek(fd, 0, SEEK_CUR));
+	ASSERT_EQ(5, read(fd, self->buf + 5, 5));
+	expect_ref(_metadata, &self->ref, 0, self->buf, 10);
+	close(fd);
+}
+
+TEST_F(seq, readv_of_small_iovecs_gives_one_read)
+{
+	struct iovec iov[64];
+	size_t total = 0;
+	ssize_t n;
+	int fd, i;
+
+	start(_metadata, &self->t, &self->ref, "idle", 0);
+	self->len = self->ref.len;
+	for (i = 0; i < 64; i++) {
+		iov[i].iov_base = self->buf + total;
+		iov[i].iov_len = i + 1;
+		total += i + 1;
+	}
+	ASSERT_LT(self->len, total);
+	fd = open(self->ref.path, O_RDONLY);
+	ASSERT_LE(0, fd);
+	n = readv(fd, iov, 64);
+	close(fd);
+	ASSERT_EQ(self->len, n);
+	expect_ref(_metadata, &self->ref, 0, self->buf, n);
+}
+
+/*
+ * A target with thousands of VMAs takes longer to walk than to print; read
+ * it in small pieces and at offsets going backwards, which makes seq_file
+ * walk it again for nearly every pread().
+ */
+TEST_F_TIMEOUT(seq, big_target_in_small_pieces_gives_one_read, 120)
+{
+	static const size_t chunks[] = { 1, 7, 64, 1000 };
+	ssize_t n, off;
+	size_t i;
+	int fd;
+
+	start(_metadata, &self->t, &self->ref, "many_vmas", 5000);
+	self->len = self->ref.len;
+	for (i = 0; i < ARRAY_SIZE(chunks); i++) {
+		fd = open(self->ref.path, O_RDONLY);
+		ASSERT_LE(0, fd);
+		n = sr_read_fd(fd, self->buf, sizeof(self->buf), chunks[i]);
+		close(fd);
+		ASSERT_EQ(self->len, n) TH_LOG("reads of %zu bytes", chunks[i]);
+		expect_ref(_metadata, &self->ref, 0, self->buf, n);
+	}
+	fd = open(self->ref.path, O_RDONLY);
+	ASSERT_LE(0, fd);
+	for (off = self->len - 1; off >= 0; off -= 37) {
+		n = pread(fd, self->buf, 16, off);
+		ASSERT_EQ(self->len - off < 16 ? self->len - off : 16, n);
+		expect_ref(_metadata, &self->ref, off, self->buf, n);
+	}
+	close(fd);
+}
+
+TEST_HARNESS_MAIN

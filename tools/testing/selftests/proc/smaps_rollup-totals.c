@@ -1,0 +1,1155 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /proc/PID/smaps_rollup totals: they equal the sums over /proc/PID/smaps,
+ * and each kind of memory moves exactly the fields it should by exactly
+ * the amount a workload makes it.
+ *
+ * Each test starts a target (see smaps_rollup.h), reads smaps_rollup
+ * before and after one workload step, and checks the change of every
+ * field.  Sizes are multiples of 4 kB pages, so expected changes are exact.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <linux/magic.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/shm.h>
+#include <sys/vfs.h>
+#include <time.h>
+
+#include "smaps_rollup.h"
+
+#define MIB		(1024UL * 1024)
+#define REGION		MIB		/* most workloads' region */
+#define REGION_KB	SR_KB(REGION)
+
+/* --- The workloads, run inside the target --- */
+
+static char *region, *region2, *dummy;
+static size_t region_len;
+static struct sr_helper helper, helper2;
+
+static int nohuge(void *addr, size_t len)
+{
+	/* Keep khugepaged and THP faults out of 4 kB-page workloads. */
+	return madvise(addr, len, MADV_NOHUGEPAGE) ? -errno : 0;
+}
+
+static int map_anon(char **addr, size_t len, int flags)
+{
+	int ret = sr_mmap((void **)addr, len, PROT_READ | PROT_WRITE,
+			  flags | MAP_ANONYMOUS, -1);
+
+	return ret ?: nohuge(*addr, len);
+}
+
+/* Reclaim batches pages per CPU; stay on one CPU so madvise drains ours. */
+static int pin_to_one_cpu(void)
+{
+	cpu_set_t set;
+	int cpu;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return -errno;
+	for (cpu = 0; cpu < CPU_SETSIZE - 1 && !CPU_ISSET(cpu, &set); cpu++)
+		;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
+}
+
+static int helper_read_region(int cmd)
+{
+	sr_touch(region, region_len, -1);
+	return 0;
+}
+
+static int helper_write_region(int cmd)
+{
+	sr_touch(region, region_len, 2);
+	return 0;
+}
+
+static int helper_idle(int cmd)
+{
+	return 0;
+}
+
+/* 64 MiB mapped, then 16 MiB of it written. */
+static int anon_step(int step, long arg, unsigned long *val)
+{
+	if (step == 1)
+		return map_anon(&region, 64 * MIB, MAP_PRIVATE);
+	sr_touch(region, 16 * MIB, 1);
+	return 0;
+}
+
+/* A file (fd @arg) mapped private (step 1) or shared (step 3), then read. */
+static int file_step(int step, long arg, unsigned long *val)
+{
+	if (step == 2) {
+		sr_touch(region, REGION, -1);
+		return 0;
+	}
+	return sr_mmap((void **)&region, REGION, PROT_READ,
+		       step == 1 ? MAP_PRIVATE : MAP_SHARED, arg);
+}
+
+/* Shared memory: fd @arg, or SysV segment @arg if step 1 is 1; written. */
+static int shmem_step(int step, long arg, unsigned long *val)
+{
+	if (step == 2) {
+		sr_touch(region, REGION, 1);
+		return 0;
+	}
+	if (step == 1) {
+		region = shmat(arg, NULL, 0);
+		if (region == (void *)-1)
+			return -errno;
+		return nohuge(region, REGION);
+	}
+	return sr_mmap((void **)&region, REGION, PROT_READ | PROT_WRITE,
+		       MAP_SHARED, arg) ?: nohuge(region, REGION);
+}
+
+/* Shared anonymous memory written, then read by a forked helper too. */
+static int shared_anon_step(int step, long arg, unsigned long *val)
+{
+	int ret;
+
+	if (step == 2)
+		return sr_helper_cmd(&helper, 1);
+	region_len = REGION;
+	ret = map_anon(&region, REGION, MAP_SHARED);
+	if (ret)
+		return ret;
+	sr_touch(region, REGION, 1);
+	return sr_helper_start(&helper, (unsigned long)region,
+			       (unsigned long)region + REGION,
+			       helper_read_region);
+}
+
+/* Private anonymous memory written, fork()ed, written by the child. */
+static int cow_step(int step, long arg, unsigned long *val)
+{
+	int ret;
+
+	if (step == 2)
+		return sr_helper_cmd(&helper, 1);
+	region_len = REGION;
+	ret = map_anon(&region, REGION, MAP_PRIVATE);
+	if (ret)
+		return ret;
+	sr_touch(region, REGION, 1);
+	return sr_helper_start(&helper, (unsigned long)region,
+			       (unsigned long)region + REGION,
+			       helper_write_region);
+}
+
+/* One PMD-aligned MADV_HUGEPAGE region of @arg bytes, then written. */
+static int thp_step(int step, long arg, unsigned long *val)
+{
+	unsigned long start, aligned;
+	int ret;
+
+	if (step == 2) {
+		sr_touch(region, arg, 1);
+		return 0;
+	}
+	ret = sr_mmap((void **)&region, 2 * arg, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1);
+	if (ret)
+		return ret;
+	start = (unsigned long)region;
+	aligned = (start + arg - 1) & ~(arg - 1);
+	if (aligned > start)
+		munmap(region, aligned - start);
+	if (start + 2 * arg > aligned + arg)
+		munmap((void *)(aligned + arg), start + arg - aligned);
+	region = (char *)aligned;
+	*val = aligned;
+	return madvise(region, arg, MADV_HUGEPAGE) ? -errno : 0;
+}
+
+/* One hugetlb page of @arg bytes, private; then written. */
+static int hugetlb_private_step(int step, long arg, unsigned long *val)
+{
+	if (step == 2) {
+		sr_touch(region, arg, 1);
+		return 0;
+	}
+	return sr_mmap((void **)&region, arg, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1);
+}
+
+/* One hugetlb page of @arg bytes, shared and written; a helper reads it. */
+static int hugetlb_shared_step(int step, long arg, unsigned long *val)
+{
+	int ret;
+
+	if (step == 2)
+		return sr_helper_cmd(&helper, 1);
+	region_len = arg;
+	ret = sr_mmap((void **)&region, arg, PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS | MAP_HUGETLB, -1);
+	if (ret)
+		return ret;
+	sr_touch(region, arg, 1);
+	return sr_helper_start(&helper, (unsigned long)region,
+			       (unsigned long)region + arg,
+			       helper_read_region);
+}
+
+#define KSM_PAGES	64
+
+/* KSM_PAGES identical pages (unlike any other process's), MADV_MERGEABLE. */
+static int ksm_step(int step, long arg, unsigned long *val)
+{
+	size_t page = getpagesize(), i;
+	int ret;
+
+	ret = map_anon(&region, KSM_PAGES * page, MAP_PRIVATE);
+	if (ret)
+		return ret;
+	for (i = 0; i < KSM_PAGES; i++) {
+		memset(region + i * page, 0x5a, page);
+		*(pid_t *)(region + i * page) = getpid();
+	}
+	return madvise(region, KSM_PAGES * page, MADV_MERGEABLE) ? -errno : 0;
+}
+
+/* REGION written, then MADV_FREE. */
+static int lazyfree_step(int step, long arg, unsigned long *val)
+{
+	int ret;
+
+	if (step == 2) {
+		if (madvise(region, REGION, MADV_FREE))
+			return -errno;
+		/* madvise() starts by draining this CPU's LRU batches. */
+		return madvise(dummy, getpagesize(), MADV_FREE) ? -errno : 0;
+	}
+	ret = pin_to_one_cpu() ?: map_anon(&region, REGION, MAP_PRIVATE) ?:
+	      map_anon(&dummy, getpagesize(), MAP_PRIVATE);
+	if (!ret)
+		sr_touch(region, REGION, 1);
+	return ret;
+}
+
+/* REGION mapped, then mlock()ed. */
+static int mlock_step(int step, long arg, unsigned long *val)
+{
+	if (step == 1)
+		return map_anon(&region, REGION, MAP_PRIVATE);
+	return mlock(region, REGION) ? -errno : 0;
+}
+
+/* Private anonymous (arg < 0) or memfd @arg memory written, then paged out. */
+static int pageout_step(int step, long arg, unsigned long *val)
+{
+	size_t page = getpagesize(), i;
+	int ret;
+
+	if (step == 2)
+		return madvise(region, REGION, MADV_PAGEOUT) ? -errno : 0;
+	ret = pin_to_one_cpu();
+	if (!ret && arg < 0)
+		ret = map_anon(&region, REGION, MAP_PRIVATE);
+	else if (!ret)
+		ret = sr_mmap((void **)&region, REGION, PROT_READ | PROT_WRITE,
+			      MAP_SHARED, arg) ?: nohuge(region, REGION);
+	if (ret)
+		return ret;
+	/* Distinct, non-zero pages: nothing to deduplicate on the way out. */
+	for (i = 0; i < REGION; i += page) {
+		memset(region + i, 0x77, page);
+		*(size_t *)(region + i) = i;
+	}
+	return 0;
+}
+
+/* @arg pages written, then every other one made read-only: @arg VMAs. */
+static int many_vmas_step(int step, long arg, unsigned long *val)
+{
+	size_t page = getpagesize(), i;
+
+	if (step == 1)
+		return map_anon(&region, arg * page, MAP_PRIVATE);
+	sr_touch(region, arg * page, 1);
+	for (i = 1; i < (size_t)arg; i += 2)
+		if (mprotect(region + i * page, page, PROT_READ))
+			return -errno;
+	return 0;
+}
+
+/*
+ * A bit of everything, with pages mapped 1, 2 and 3 times so that Pss has
+ * fractions: private anonymous memory; a memfd mapped shared and written,
+ * and mapped private, half read and a quarter written (copy-on-write);
+ * shared anonymous memory, mlock()ed if the limit allows, that two
+ * helpers map as well.
+ */
+static int mix_step(int step, long arg, unsigned long *val)
+{
+	int ret, fd;
+
+	ret = map_anon(&region, REGION, MAP_PRIVATE);
+	if (ret)
+		return ret;
+	sr_touch(region, REGION, 1);
+
+	fd = memfd_create("smaps_rollup-mix", 0);
+	if (fd < 0 || ftruncate(fd, REGION))
+		return -errno;
+	ret = sr_mmap((void **)&region2, REGION, PROT_READ | PROT_WRITE,
+		      MAP_SHARED, fd) ?: nohuge(region2, REGION);
+	if (ret)
+		return ret;
+	sr_touch(region2, REGION, 3);
+	ret = sr_mmap((void **)&dummy, REGION, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE, fd) ?: nohuge(dummy, REGION);
+	if (ret)
+		return ret;
+	sr_touch(dummy, REGION / 2, -1);
+	sr_touch(dummy + REGION / 2, REGION / 4, 4);
+	close(fd);
+
+	region_len = REGION;
+	ret = map_anon(&region, REGION, MAP_SHARED);
+	if (ret)
+		return ret;
+	sr_touch(region, REGION, 5);
+	mlock(region, REGION);
+	return sr_helper_start(&helper, 0, 0, helper_idle) ?:
+	       sr_helper_start(&helper2, 0, 0, helper_idle);
+}
+
+static const struct sr_workload workloads[] = {
+	{ "anon", anon_step, SR_SETTLE_UNMAP_VDSO },
+	{ "file", file_step, SR_SETTLE_UNMAP_VDSO },
+	{ "shmem", shmem_step, SR_SETTLE_UNMAP_VDSO },
+	{ "shared_anon", shared_anon_step, SR_SETTLE_UNMAP_VDSO },
+	{ "cow", cow_step, SR_SETTLE_UNMAP_VDSO },
+	{ "thp", thp_step, SR_SETTLE_UNMAP_VDSO | SR_SETTLE_THP },
+	{ "hugetlb_private", hugetlb_private_step, SR_SETTLE_UNMAP_VDSO },
+	{ "hugetlb_shared", hugetlb_shared_step, SR_SETTLE_UNMAP_VDSO },
+	{ "ksm", ksm_step, SR_SETTLE_UNMAP_VDSO },
+	{ "lazyfree", lazyfree_step, SR_SETTLE_UNMAP_VDSO },
+	{ "mlock", mlock_step, SR_SETTLE_UNMAP_VDSO },
+	{ "pageout", pageout_step, SR_SETTLE_UNMAP_VDSO },
+	{ "many_vmas", many_vmas_step, SR_SETTLE_UNMAP_VDSO },
+	{ "mix", mix_step, SR_SETTLE_UNMAP_VDSO },
+	{}
+};
+
+SR_TARGET_MAIN(workloads)
+
+/* --- Test-side helpers --- */
+
+static void target_start(struct __test_metadata *_metadata,
+			 struct sr_target *t, const char *name, long arg)
+{
+	ASSERT_EQ(0, sr_target_start(t, name, arg))
+		TH_LOG("cannot start target '%s'", name);
+}
+
+static void target_step(struct __test_metadata *_metadata,
+			struct sr_target *t, int step, unsigned long *val)
+{
+	int ret = sr_target_step(t, step, val);
+
+	ASSERT_EQ(0, ret) TH_LOG("target step %d: %s", step, strerror(-ret));
+}
+
+static void read_rollup(struct __test_metadata *_metadata, pid_t pid,
+			struct sr_rollup *r)
+{
+	ASSERT_EQ(0, sr_read_rollup_stable(pid, r)) TH_LOG("%s", sr_error);
+}
+
+/* Write a pattern (non-zero, so no zero-page tricks) of @size bytes. */
+static int fill_file(int fd, size_t size)
+{
+	char buf[4096];
+	size_t done;
+
+	memset(buf, 0x33, sizeof(buf));
+	for (done = 0; done < size; done += sizeof(buf))
+		if (write(fd, buf, sizeof(buf)) != sizeof(buf))
+			return -1;
+	fsync(fd);
+	return 0;
+}
+
+/*
+ * An unlinked file of @size bytes in @dir, if @dir is (@tmpfs) or is not
+ * (!@tmpfs) a tmpfs.  A tmpfs file is left sparse, others are written.
+ */
+static int file_in(const char *dir, bool tmpfs, size_t size)
+{
+	char path[PATH_MAX];
+	struct statfs sfs;
+	bool is_tmpfs;
+	int fd;
+
+	if (!dir || statfs(dir, &sfs))
+		return -1;
+	is_tmpfs = sfs.f_type == TMPFS_MAGIC;
+	if (is_tmpfs != tmpfs)
+		return -1;
+	snprintf(path, sizeof(path), "%s/smaps_rollup.XXXXXX", dir);
+	fd = mkstemp(path);
+	if (fd < 0)
+		return -1;
+	unlink(path);
+	if (tmpfs ? ftruncate(fd, size) : fill_file(fd, size)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * A file of @size bytes that only we map: on tmpfs if @tmpfs, else page
+ * cache that is not shmem (a disk file system, or ramfs).  Looks in the
+ * usual places, then (as root) mounts a private tmpfs or ramfs.  Returns
+ * an fd (not close-on-exec) or -1.
+ */
+static int open_private_file(bool tmpfs, size_t size, const char **where)
+{
+	static const char *const dirs[] = { "/dev/shm", "/tmp", "/var/tmp" };
+	char dir[] = "/tmp/smaps_rollup.XXXXXX";
+	size_t i;
+	int fd;
+
+	*where = getenv("TMPDIR");
+	fd = file_in(*where, tmpfs, size);
+	for (i = 0; fd < 0 && i < ARRAY_SIZE(dirs); i++) {
+		*where = dirs[i];
+		fd = file_in(*where, tmpfs, size);
+	}
+	if (fd >= 0)
+		return fd;
+	/* The mount lives in this test's own mount namespace. */
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		return -1;
+	if (!mkdtemp(dir))
+		return -1;
+	*where = tmpfs ? "a new tmpfs mount" : "a new ramfs mount";
+	fd = -1;
+	if (!mount("none", dir, tmpfs ? "tmpfs" : "ramfs", 0, NULL)) {
+		fd = file_in(dir, tmpfs, size);
+		umount2(dir, MNT_DETACH);
+	}
+	rmdir(dir);
+	return fd;
+}
+
+static long meminfo_kb(const char *key)
+{
+	char buf[8192], *p;
+	ssize_t n;
+
+	n = sr_read_path("/proc/meminfo", buf, sizeof(buf) - 1);
+	if (n < 0)
+		return -1;
+	buf[n] = 0;
+	p = strstr(buf, key);
+	return p ? strtol(p + strlen(key), NULL, 10) : -1;
+}
+
+FIXTURE(rollup) {
+	struct sr_target t;
+	long restore_max_map_count;
+};
+
+FIXTURE_SETUP(rollup)
+{
+	self->t.pid = -1;
+	self->restore_max_map_count = -1;
+}
+
+FIXTURE_TEARDOWN_PARENT(rollup)
+{
+	if (self->restore_max_map_count > 0)
+		sr_write_long("/proc/sys/vm/max_map_count",
+			      self->restore_max_map_count);
+}
+
+/* --- Sums and relations --- */
+
+TEST_F(rollup, quiescent_fields_equal_summed_smaps)
+{
+	target_start(_metadata, &self->t, "mix", 0);
+	target_step(_metadata, &self->t, 1, NULL);
+	sr_expect_rollup_is_smaps_sum(_metadata, self->t.pid);
+}
+
+/*
+ * The three Pss parts are rounded down separately from the same page
+ * values Pss adds up, so Pss - 2 <= Pss_Anon + Pss_File + Pss_Shmem <= Pss.
+ */
+TEST_F(rollup, pss_parts_sum_to_pss)
+{
+	struct sr_rollup r;
+	unsigned long long sum;
+
+	target_start(_metadata, &self->t, "mix", 0);
+	target_step(_metadata, &self->t, 1, NULL);
+	read_rollup(_metadata, self->t.pid, &r);
+	sum = r.kb[SR_PSS_ANON] + r.kb[SR_PSS_FILE] + r.kb[SR_PSS_SHMEM];
+	EXPECT_LE(sum, r.kb[SR_PSS]);
+	EXPECT_LE(r.kb[SR_PSS], sum + 2);
+	/* The mix has all three kinds. */
+	EXPECT_LT(0, r.kb[SR_PSS_ANON]);
+	EXPECT_LT(0, r.kb[SR_PSS_FILE]);
+	EXPECT_LT(0, r.kb[SR_PSS_SHMEM]);
+}
+
+TEST_F(rollup, fields_are_consistent)
+{
+	struct sr_rollup r;
+
+	target_start(_metadata, &self->t, "mix", 0);
+	target_step(_metadata, &self->t, 1, NULL);
+	read_rollup(_metadata, self->t.pid, &r);
+	EXPECT_EQ(0, sr_rollup_consistent(&r)) TH_LOG("%s", sr_error);
+}
+
+TEST_F_TIMEOUT(rollup, many_vmas_fields_equal_summed_smaps, 180)
+{
+	const long pages = 20480;
+	const long long kb = pages * SR_KB(getpagesize());
+	long long want[SR_NR_FIELDS];
+	struct sr_rollup before, after;
+	struct sr_smaps s;
+	long max = 0;
+
+	ASSERT_EQ(0, sr_read_long("/proc/sys/vm/max_map_count", &max));
+	if (max < pages + 1000) {
+		if (sr_write_long("/proc/sys/vm/max_map_count", pages + 1000))
+			SKIP(return, "vm.max_map_count %ld is below %ld and cannot be raised",
+			     max, pages + 1000);
+		self->restore_max_map_count = max;
+	}
+	target_start(_metadata, &self->t, "many_vmas", pages);
+	target_step(_metadata, &self->t, 1, NULL);
+	read_rollup(_metadata, self->t.pid, &before);
+	target_step(_metadata, &self->t, 2, NULL);
+	read_rollup(_metadata, self->t.pid, &after);
+	ASSERT_EQ(0, sr_sum_smaps(self->t.pid, &s));
+	ASSERT_LE(pages, s.nr_vmas);
+
+	sr_delta_init(want);
+	want[SR_RSS] = kb;
+	want[SR_PSS] = kb;
+	want[SR_PSS_DIRTY] = kb;
+	want[SR_PSS_ANON] = kb;
+	want[SR_PRIVATE_DIRTY] = kb;
+	want[SR_ANONYMOUS] = kb;
+	sr_expect_delta(_metadata, &before, &after, want);
+	sr_expect_rollup_is_smaps_sum(_metadata, self->t.pid);
+}
+
+/* --- Anonymous memory --- */
+
+TEST_F(rollup, private_anon_counts_touched_part_only)
+{
+	long long want[SR_NR_FIELDS];
+	struct sr_rollup before, after;
+
+	target_start(_metadata, &self->t, "anon", 0);
+	target_step(_metadata, &self->t, 1, NULL);
+	read_rollup(_metadata, self->t.pid, &before);
+	target_step(_metadata, &self->t, 2, NULL);
+	read_rollup(_metadata, self->t.pid, &after);
+
+	sr_delta_init(want);
+	want[SR_RSS] = 16384;
+	want[SR_PSS] = 16384;
+	want[SR_PSS_DIRTY] = 16384;
+	want[SR_PSS_ANON] = 16384;
+	want[SR_PRIVATE_DIRTY] = 16384;
+	want[SR_REFERENCED] = 16384;
+	want[SR_ANONYMOUS] = 16384;
+	sr_expect_delta(_metadata, &before, &after, want);
+}
+
+TEST_F(rollup, shared_anon_second_mapper_halves_pss)
+{
+	long long want[SR_NR_FIELDS];
+	struct sr_rollup before, after;
+
+	target_start(_metadata, &self->t, "shared_anon", 0);
+	target_step(_metadata, &self->t, 1, NULL);
+	read_rollup(_metadata, self->t.pid, &before);
+	target_step(_metadata, &self->t, 2, NULL);	/* the helper maps the pages too */
+	read_rollup(_metadata, self->t.pid, &after);
+
+	/* Shared anonymous memory is shmem. */
+	sr_delta_init(want);
+	want[SR_PSS] = -REGION_KB / 2;
+	want[SR_PSS_DIRTY] = -REGION_KB / 2;
+	want[SR_PSS_SHMEM] = -REGION_KB / 2;
+	want[SR_PRIVATE_DIRTY] = -REGION_KB;
+	want[SR_SHARED_DIRTY] = REGION_KB;
+	sr_expect_delta(_metadata, &before, &after, want);
+}
+
+TEST_F(rollup, cow_pages_turn_private_when_child_writes)
+{
+	long long want[SR_NR_FIELDS];
+	struct sr_rollup before, after;
+
+	target_start(_metadata, &self->t, "cow", 0);
+	target_step(_metadata, &self->t, 1, NULL);	/* written, then fork()ed */
+	read_rollup(_metadata, self->t.pid, &before);
+	target_step(_metadata, &self->t, 2, NULL);	/* the child writes its copy */
+	read_rollup(_metadata, self->t.pid, &after);
+
+	sr_delta_init(want);
+	want[SR_PSS] = REGION_KB / 2;
+	want[SR_PSS_DIRTY] = REGION_KB / 2;
+	want[SR_PSS_ANON] = REGION_KB / 2;
+	want[SR_SHARED_DIRTY] = -REGION_KB;
+	want[SR_PRIVATE_DIRTY] = REGION_KB;
+	sr_expect_delta(_metadata, &before, &after, want);
+}
+
+TEST_F(rollup, mlock_counts_locked)
+{
+	long long want[SR_NR_FIELDS];
+	struct sr_rollup before, after;
+	int ret;
+
+	target_start(_metadata, &self->t, "mlock", 0);
+	target_step(_metadata, &self->t, 1, NULL);
+	read_rollup(_metadata, self->t.pid, &before);
+	ret = sr_target_step(&self->t, 2, NULL);
+	if (ret == -EPERM || ret == -ENOMEM || ret == -EAGAIN)
+		SKIP(return, "mlock() of 1 MiB failed: %s (RLIMIT_MEMLOCK?)",
+		     strerror(-ret));
+	ASSERT_EQ(0, ret);
+	read_rollup(_metadata, self->t.pid, &after);
+
+	/* mlock() populates a private writable mapping by writing. */
+	sr_delta_init(want);
+	want[SR_RSS] = REGION_KB;
+	want[SR_PSS] = REGION_KB;
+	want[SR_PSS_DIRTY] = REGION_KB;
+	want[SR_PSS_ANON] = REGION_KB;
+	want[SR_PRIVATE_DIRTY] = REGION_KB;
+	want[SR_ANONYMOUS] = REGION_KB;
+	want[SR_LOCKED] = REGION_KB;
+	sr_expect_delta(_metadata, &before, &after, want);
+}
+
+TEST_F(rollup, madv_free_counts_lazyfree)
+{
+	long long want[SR_NR_FIELDS];
+	struct sr_rollup before, after;
+
+	target_start(_metadata, &self->t, "lazyfree", 0);
+	target_step(_metadata, &self->t, 1, NULL);
+	read_rollup(_metadata, self->t.pid, &before);
+	target_step(_metadata, &self->t, 2, NULL);
+	read_rollup(_metadata, self->t.pid, &after);
+
+	/* MADV_FREE cleans the pages; they stay until reclaim wants them. */
+	sr_delta_init(want);
+	want[SR_LAZYFREE] = REGION_KB;
+	want[SR_PSS_DIRTY] = -REGION_KB;
+	want[SR_PRIVATE_DIRTY] = -REGION_KB;
+	want[SR_PRIVATE_CLEAN] = REGION_KB;
+	sr_expect_delta(_metadata, &before, &after, want);
+}
+
+TEST_F(rollup, thp_counts_anon_huge_pages)
+{
+	long long want[SR_NR_FIELDS], pmd_kb, huge;
+	struct sr_rollup before, after;
+	unsigned long addr;
+	char buf[256];
+	long pmd = 0;
+
+	if (sr_read_path("/sys/kernel/mm/transparent_hugepage/enabled", buf,
+			 sizeof(buf)) < 0)
+		SKIP(return, "no transparent huge pages (CONFIG_TRANSPARENT_HUGEPAGE)");
+	if (strstr(buf, "[never]"))
+		SKIP(return, "transparent huge pages are disabled (enabled: never)");
+	ASSERT_EQ(0, sr_read_long("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size",
+				  &pmd));
+	pmd_kb = SR_KB(pmd);
+
+	target_start(_metadata, &self->t, "thp", pmd);
+	target_step(_metadata, &self->t, 1, &addr);
+	read_rollup(_metadata, self->t.pid, &before);
+	target_step(_metadata, &self->t, 2, NULL);
+	read_rollup(_metadata, self->t.pid, &after);
+	huge = sr_smaps_vma_field(self->t.pid, addr, "AnonHugePages:");
+	ASSERT_LE(0, huge);
+	if (!huge)
+		SKIP(return, "the kernel found no free huge page (fragmented memory?)");
+
+	sr_delta_init(want);
+	want[SR_RSS] = pmd_kb;
+	want[SR_PSS] = pmd_kb;
+	want[SR_PSS_DIRTY] = pmd_kb;
+	want[SR_PSS_ANON] = pmd_kb;
+	want[SR_PRIVATE_DIRTY] = pmd_kb;
+	want[SR_ANONYMOUS] = pmd_kb;
+	want[SR_ANON_HUGE_PAGES] = pmd_kb;
+	sr_expect_delta(_metadata, &before, &after, want);
+}
+
+/* --- File-backed memory (page cache that is not shmem) --- */
+
+FIXTURE(file) {
+	struct sr_target t;
+	int fd;
+};
+
+FIXTURE_VARIANT(file) {
+	int map_flags;
+	int map_step;
+};
+
+FIXTURE_VARIANT_ADD(file, private) {
+	.map_flags = MAP_PRIVATE,
+	.map_step = 1,
+};
+
+FIXTURE_VARIANT_ADD(file, shared) {
+	.map_flags = MAP_SHARED,
+	.map_step = 3,
+};
+
+FIXTURE_SETUP(file)
+{
+	const char *where;
+
+	self->t.pid = -1;
+	self->fd = open_private_file(false, REGION, &where);
+	if (self->fd < 0)
+		SKIP(return, "no non-tmpfs file system to write to, no ramfs (root)");
+	TH_LOG("file on %s", where);
+}
+
+FIXTURE_TEARDOWN(file)
+{
+}
+
+/*
+ * Whether these page cache pages are dirty depends on the file system
+ * (ramfs pages always are; a synced disk file's are not), so only the sum
+ * of the clean and dirty fields is checked.
+ */
+static void expect_file_delta(struct __test_metadata *_metadata,
+			      const struct sr_rollup *before,
+			      const struct sr_rollup *after,
+			      long long pss, long long private, long long shared)
+{
+	long long want[SR_NR_FIELDS];
+
+	sr_delta_init(want);
+	want[SR_PSS_DIRTY] = SR_ANY;
+	want[SR_PRIVATE_CLEAN] = SR_ANY;
+	want[SR_PRIVATE_DIRTY] = SR_ANY;
+	want[SR_SHARED_CLEAN] = SR_ANY;
+	want[SR_SHARED_DIRTY] = SR_ANY;
+	want[SR_RSS] = private + shared;
+	want[SR_PSS] = pss;
+	want[SR_PSS_FILE] = pss;
+	sr_expect_delta(_metadata, before, after, want);
+	EXPECT_EQ(private, sr_delta(before, after, SR_PRIVATE_CLEAN) +
+			   sr_delta(before, after, SR_PRIVATE_DIRTY));
+	EXPECT_EQ(shared, sr_delta(before, after, SR_SHARED_CLEAN) +
+			  sr_delta(before, after, SR_SHARED_DIRTY));
+}
+
+TEST_F(file, read_through_counts_pss_file)
+{
+	struct sr_rollup before, after;
+
+	target_start(_metadata, &self->t, "file", self->fd);
+	target_step(_metadata, &self->t, variant->map_step, NULL);
+	read_rollup(_metadata, self->t.pid, &before);
+	target_step(_metadata, &self->t, 2, NULL);
+	read_rollup(_metadata, self->t.pid, &after);
+	expect_file_delta(_metadata, &before, &after, REGION_KB, REGION_KB, 0);
+}
+
+TEST_F(file, second_mapper_halves_pss)
+{
+	struct sr_rollup before, after;
+	char *p;
+
+	target_start(_metadata, &self->t, "file", self->fd);
+	target_step(_metadata, &self->t, variant->map_step, NULL);
+	target_step(_metadata, &self->t, 2, NULL);
+	read_rollup(_metadata, self->t.pid, &before);
+	p = mmap(NULL, REGION, PROT_READ, variant->map_flags, self->fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	sr_touch(p, REGION, -1);
+	read_rollup(_metadata, self->t.pid, &after);
+	expect_file_delta(_metadata, &before, &after, -REGION_KB / 2,
+			  -REGION_KB, REGION_KB);
+}
+
+/* --- Shared memory: memfd, a tmpfs file, SysV --- */
+
+FIXTURE(shmem) {
+	struct sr_target t;
+	int fd, shmid;
+};
+
+FIXTURE_VARIANT(shmem) {
+	int kind;
+};
+
+enum { SHMEM_MEMFD, SHMEM_TMPFS, SHMEM_SYSV };
+
+FIXTURE_VARIANT_ADD(shmem, memfd) {
+	.kind = SHMEM_MEMFD,
+};
+
+FIXTURE_VARIANT_ADD(shmem, tmpfs) {
+	.kind = SHMEM_TMPFS,
+};
+
+FIXTURE_VARIANT_ADD(shmem, sysv) {
+	.kind = SHMEM_SYSV,
+};
+
+FIXTURE_SETUP(shmem)
+{
+	const char *where;
+
+	self->t.pid = -1;
+	self->fd = -1;
+	self->shmid = -1;
+	switch (variant->kind) {
+	case SHMEM_MEMFD:
+		self->fd = memfd_create("smaps_rollup", 0);
+		if (self->fd < 0)
+			SKIP(return, "memfd_create(): %s (CONFIG_MEMFD_CREATE?)",
+			     strerror(errno));
+		ASSERT_EQ(0, ftruncate(self->fd, REGION));
+		break;
+	case SHMEM_TMPFS:
+		self->fd = open_private_file(true, REGION, &where);
+		if (self->fd < 0)
+			SKIP(return, "no writable tmpfs, and cannot mount one (needs root)");
+		break;
+	case SHMEM_SYSV:
+		self->shmid = shmget(IPC_PRIVATE, REGION, IPC_CREAT | 0600);
+		if (self->shmid < 0)
+			SKIP(return, "shmget(): %s (CONFIG_SYSVIPC? kernel.shmmax?)",
+			     strerror(errno));
+		break;
+	}
+}
+
+FIXTURE_TEARDOWN_PARENT(shmem)
+{
+	if (self->shmid >= 0)
+		shmctl(self->shmid, IPC_RMID, NULL);
+}
+
+/* Map (fd >= 0) or attach (the SysV segment @shmid) in a new target. */
+static void start_shmem_target(struct __test_metadata *_metadata,
+			       struct sr_target *t, int fd, int shmid)
+{
+	target_start(_metadata, t, "shmem", shmid >= 0 ? shmid : fd);
+	/* Step 1 attaches the SysV segment, step 3 maps the fd. */
+	target_step(_metadata, t, shmid >= 0 ? 1 : 3, NULL);
+}
+
+TEST_F(shmem, sole_mapper_written_counts_private_shmem)
+{
+	long long want[SR_NR_FIELDS];
+	struct sr_rollup before, after;
+
+	start_shmem_target(_metadata, &self->t, self->fd, self->shmid);
+	read_rollup(_metadata, self->t.pid, &before);
+	target_step(_metadata, &self->t, 2, NULL);
+	read_rollup(_metadata, self->t.pid, &after);
+
+	sr_delta_init(want);
+	want[SR_RSS] = REGION_KB;
+	want[SR_PSS] = REGION_KB;
+	want[SR_PSS_DIRTY] = REGION_KB;
+	want[SR_PSS_SHMEM] = REGION_KB;
+	want[SR_PRIVATE_DIRTY] = REGION_KB;
+	sr_expect_delta(_metadata, &before, &after, want);
+}
+
+TEST_F(shmem, second_mapper_halves_pss)
+{
+	long long want[SR_NR_FIELDS];
+	struct sr_rollup before, after;
+	char *p;
+
+	start_shmem_target(_metadata, &self->t, self->fd, self->shmid);
+	target_step(_metadata, &self->t, 2, NULL);
+	read_rollup(_metadata, self->t.pid, &before);
+	if (self->shmid >= 0)
+		p = shmat(self->shmid, NULL, SHM_RDONLY);
+	else
+		p = mmap(NULL, REGION, PROT_READ, MAP_SHARED, self->fd, 0);
+	ASSERT_NE((void *)-1, p);
+	sr_touch(p, REGION, -1);
+	read_rollup(_metadata, self->t.pid, &after);
+
+	sr_delta_init(want);
+	want[SR_PSS] = -REGION_KB / 2;
+	want[SR_PSS_DIRTY] = -REGION_KB / 2;
+	want[SR_PSS_SHMEM] = -REGION_KB / 2;
+	want[SR_PRIVATE_DIRTY] = -REGION_KB;
+	want[SR_SHARED_DIRTY] = REGION_KB;
+	sr_expect_delta(_metadata, &before, &after, want);
+}
+
+/* --- hugetlb --- */
+
+FIXTURE(hugetlb) {
+	struct sr_target t;
+	char nr_path[128];
+	long hp_kb, restore_nr;
+};
+
+FIXTURE_SETUP(hugetlb)
+{
+	char free_path[128];
+	long nr = 0, free = 0;
+
+	self->t.pid = -1;
+	self->restore_nr = -1;
+	self->hp_kb = meminfo_kb("Hugepagesize:");
+	if (self->hp_kb <= 0)
+		SKIP(return, "no hugetlb support (CONFIG_HUGETLBFS)");
+	snprintf(self->nr_path, sizeof(self->nr_path),
+		 "/sys/kernel/mm/hugepages/hugepages-%ldkB/nr_hugepages",
+		 self->hp_kb);
+	snprintf(free_path, sizeof(free_path),
+		 "/sys/kernel/mm/hugepages/hugepages-%ldkB/free_hugepages",
+		 self->hp_kb);
+	ASSERT_EQ(0, sr_read_long(free_path, &free));
+	if (free >= 1)
+		return;
+	ASSERT_EQ(0, sr_read_long(self->nr_path, &nr));
+	if (sr_write_long(self->nr_path, nr + 1))
+		SKIP(return, "no free %ld kB huge page, and cannot add one (needs root)",
+		     self->hp_kb);
+	self->restore_nr = nr;
+	if (sr_read_long(free_path, &free) || free < 1) {
+		sr_write_long(self->nr_path, nr);
+		SKIP(return, "the kernel could not allocate a %ld kB huge page",
+		     self->hp_kb);
+	}
+}
+
+FIXTURE_TEARDOWN_PARENT(hugetlb)
+{
+	if (self->restore_nr >= 0)
+		sr_write_long(self->nr_path, self->restore_nr);
+}
+
+TEST_F(hugetlb, private_counts_private_hugetlb_not_rss)
+{
+	long long want[SR_NR_FIELDS];
+	struct sr_rollup before, after;
+
+	target_start(_metadata, &self->t, "hugetlb_private", self->hp_kb << 10);
+	target_step(_metadata, &self->t, 1, NULL);
+	read_rollup(_metadata, self->t.pid, &before);
+	target_step(_metadata, &self->t, 2, NULL);
+	read_rollup(_metadata, self->t.pid, &after);
+
+	sr_delta_init(want);
+	want[SR_REFERENCED] = 0;
+	want[SR_PRIVATE_HUGETLB] = self->hp_kb;
+	sr_expect_delta(_metadata, &before, &after, want);
+}
+
+TEST_F(hugetlb, shared_with_child_counts_shared_hugetlb)
+{
+	long long want[SR_NR_FIELDS];
+	struct sr_rollup before, after;
+
+	target_start(_metadata, &self->t, "hugetlb_shared", self->hp_kb << 10);
+	target_step(_metadata, &self->t, 1, NULL);	/* written, a helper forked */
+	read_rollup(_metadata, self->t.pid, &before);
+	target_step(_metadata, &self->t, 2, NULL);	/* the helper maps it too */
+	read_rollup(_metadata, self->t.pid, &after);
+
+	sr_delta_init(want);
+	want[SR_REFERENCED] = 0;
+	want[SR_PRIVATE_HUGETLB] = -self->hp_kb;
+	want[SR_SHARED_HUGETLB] = self->hp_kb;
+	sr_expect_delta(_metadata, &before, &after, want);
+	EXPECT_EQ(self->hp_kb, after.kb[SR_SHARED_HUGETLB]);
+	EXPECT_EQ(0, after.kb[SR_PRIVATE_HUGETLB]);
+}
+
+/* --- KSM --- */
+
+#define KSM_DIR "/sys/kernel/mm/ksm/"
+
+FIXTURE(ksm) {
+	struct sr_target t;
+	long run, pages_to_scan, sleep_millisecs;
+};
+
+FIXTURE_SETUP(ksm)
+{
+	self->t.pid = -1;
+	self->run = -1;
+	if (sr_read_long(KSM_DIR "run", &self->run))
+		SKIP(return, "no KSM (CONFIG_KSM)");
+	if (geteuid())
+		SKIP(return, "starting ksmd needs root");
+	ASSERT_EQ(0, sr_read_long(KSM_DIR "pages_to_scan", &self->pages_to_scan));
+	ASSERT_EQ(0, sr_read_long(KSM_DIR "sleep_millisecs", &self->sleep_millisecs));
+}
+
+FIXTURE_TEARDOWN_PARENT(ksm)
+{
+	sr_write_long(KSM_DIR "pages_to_scan", self->pages_to_scan);
+	sr_write_long(KSM_DIR "sleep_millisecs", self->sleep_millisecs);
+	sr_write_long(KSM_DIR "run", self->run);
+}
+
+TEST_F_TIMEOUT(ksm, merged_pages_count_in_ksm, 120)
+{
+	const long long kb = KSM_PAGES * SR_KB(getpagesize());
+	long long want[SR_NR_FIELDS];
+	struct sr_rollup before, after;
+	long scans = 0, first_scan = 0, merged = -1;
+	char path[64];
+	int ret;
+
+	target_start(_metadata, &self->t, "ksm", 0);
+	ret = sr_target_step(&self->t, 1, NULL);
+	if (ret == -EINVAL)
+		SKIP(return, "MADV_MERGEABLE refused (CONFIG_KSM)");
+	ASSERT_EQ(0, ret);
+	read_rollup(_metadata, self->t.pid, &before);
+
+	ASSERT_EQ(0, sr_write_long(KSM_DIR "pages_to_scan", 1000));
+	ASSERT_EQ(0, sr_write_long(KSM_DIR "sleep_millisecs", 10));
+	ASSERT_EQ(0, sr_write_long(KSM_DIR "run", 1));
+	/*
+	 * Merging takes ksmd a few full scans.  Poll this process's count of
+	 * merged pages; give up after 20 more full scans.
+	 */
+	sr_path(path, sizeof(path), self->t.pid, "ksm_merging_pages");
+	ASSERT_EQ(0, sr_read_long(KSM_DIR "full_scans", &first_scan));
+	do {
+		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
+		ASSERT_EQ(0, sr_read_long(KSM_DIR "full_scans", &scans));
+		ASSERT_EQ(0, sr_read_long(path, &merged));
+	} while (merged < KSM_PAGES && scans < first_scan + 20);
+	ASSERT_EQ(KSM_PAGES, merged)
+		TH_LOG("ksmd merged %ld of %d pages in %ld full scans",
+		       merged, KSM_PAGES, scans - first_scan);
+	read_rollup(_metadata, self->t.pid, &after);
+
+	/*
+	 * All KSM_PAGES page table entries now map one KSM page: each is
+	 * still resident and anonymous, but its Pss is a 1/KSM_PAGES share.
+	 */
+	sr_delta_init(want);
+	want[SR_KSM] = kb;
+	want[SR_PSS] = SR_KB(getpagesize()) - kb;
+	want[SR_PSS_ANON] = SR_KB(getpagesize()) - kb;
+	want[SR_PSS_DIRTY] = SR_ANY;
+	want[SR_SHARED_CLEAN] = SR_ANY;
+	want[SR_SHARED_DIRTY] = SR_ANY;
+	want[SR_PRIVATE_CLEAN] = SR_ANY;
+	want[SR_PRIVATE_DIRTY] = SR_ANY;
+	sr_expect_delta(_metadata, &before, &after, want);
+	EXPECT_EQ(kb, sr_delta(&before, &after, SR_SHARED_CLEAN) +
+		      sr_delta(&before, &after, SR_SHARED_DIRTY));
+	EXPECT_EQ(-kb, sr_delta(&before, &after, SR_PRIVATE_CLEAN) +
+		       sr_delta(&before, &after, SR_PRIVATE_DIRTY));
+}
+
+/* --- Swap --- */
+
+FIXTURE(swap) {
+	struct sr_target t;
+	int memfd;
+};
+
+FIXTURE_SETUP(swap)
+{
+	char buf[4096];
+	ssize_t n;
+
+	self->t.pid = -1;
+	self->memfd = -1;
+	n = sr_read_path("/proc/swaps", buf, sizeof(buf) - 1);
+	if (n < 0)
+		SKIP(return, "no /proc/swaps (CONFIG_SWAP)");
+	buf[n] = 0;
+	if (!strchr(buf, '\n') || !strchr(strchr(buf, '\n') + 1, '\n'))
+		SKIP(return, "no swap space is active (swapon a zram device to run this)");
+	if (meminfo_kb("SwapFree:") < 4 * REGION_KB)
+		SKIP(return, "less than %lld kB of swap free", 4 * REGION_KB);
+}
+
+FIXTURE_TEARDOWN(swap)
+{
+}
+
+TEST_F(swap, pageout_anon_counts_swap_and_swap_pss)
+{
+	long long want[SR_NR_FIELDS];
+	struct sr_rollup before, after;
+
+	target_start(_metadata, &self->t, "pageout", -1);
+	target_step(_metadata, &self->t, 1, NULL);
+	read_rollup(_metadata, self->t.pid, &before);
+	target_step(_metadata, &self->t, 2, NULL);
+	read_rollup(_metadata, self->t.pid, &after);
+
+	sr_delta_init(want);
+	want[SR_RSS] = -REGION_KB;
+	want[SR_PSS] = -REGION_KB;
+	want[SR_PSS_DIRTY] = -REGION_KB;
+	want[SR_PSS_ANON] = -REGION_KB;
+	want[SR_PRIVATE_DIRTY] = -REGION_KB;
+	want[SR_ANONYMOUS] = -REGION_KB;
+	want[SR_SWAP] = REGION_KB;
+	want[SR_SWAP_PSS] = REGION_KB;
+	sr_expect_delta(_metadata, &before, &after, want);
+}
+
+/* Stock adds a shmem object's swapped pages to Swap but never to SwapPss. */
+TEST_F(swap, pageout_shmem_counts_swap_not_swap_pss)
+{
+	long long want[SR_NR_FIELDS];
+	struct sr_rollup before, after;
+
+	self->memfd = memfd_create("smaps_rollup-swap", 0);
+	ASSERT_LE(0, self->memfd);
+	ASSERT_EQ(0, ftruncate(self->memfd, REGION));
+	target_start(_metadata, &self->t, "pageout", self->memfd);
+	target_step(_metadata, &self->t, 1, NULL);
+	read_rollup(_metadata, self->t.pid, &before);
+	target_step(_metadata, &self->t, 2, NULL);
+	read_rollup(_metadata, self->t.pid, &after);
+
+	sr_delta_init(want);
+	want[SR_RSS] = -REGION_KB;
+	want[SR_PSS] = -REGION_KB;
+	want[SR_PSS_DIRTY] = -REGION_KB;
+	want[SR_PSS_SHMEM] = -REGION_KB;
+	want[SR_PRIVATE_DIRTY] = -REGION_KB;
+	want[SR_SWAP] = REGION_KB;
+	sr_expect_delta(_metadata, &before, &after, want);
+}
+
+TEST_HARNESS_MAIN
