@@ -31,3 +31,15 @@ need_space() {
 	[ "$avail" -ge "$2" ] ||
 		die "not enough disk space in $1: ${avail} MiB free, ${2} MiB needed"
 }
+
+# checkpatch_args PATCH: checkpatch.pl options for PATCH, with --ignore for
+# the message types that series/checkpatch-accepted lists for it (each is
+# justified in the cover letter).
+checkpatch_args() {
+	local sub type ignore=''
+	while read -r sub type; do
+		case $sub in '' | '#'*) continue ;; esac
+		case ${1##*/} in *"$sub"*) ignore+=${ignore:+,}$type ;; esac
+	done <"$REPO/series/checkpatch-accepted"
+	echo "--strict --no-tree --terse${ignore:+ --ignore $ignore}"
+}

@@ -40,13 +40,13 @@ HEADER_RE = re.compile(r"^([0-9a-f]+)-([0-9a-f]+) ")
 FIELD_RE = re.compile(r"^([A-Za-z_]+):( +)([0-9]+) kB$")
 
 # Fields the oracle compares by value. The sample runs the same static
-# binary without randomisation, without THP and without its [vdso] (whose
-# Pss depends on how many processes exist), so on two kernels that differ
-# only in smaps_rollup every field comes out the same: three boots of the
-# stock kernel (as root and as uid 65534) gave identical rollups. Should the
-# file-backed ones (Rss, Pss, Pss_File, *_Clean, Referenced: page cache and
-# fault-around) ever prove unstable, list them in REPORT_ONLY: compare()
-# then shows their differences without failing.
+# binary without randomisation, without THP, without its [vdso] (whose Pss
+# depends on how many processes exist) and with all its file pages mapped
+# (fault-around alone maps a timing-dependent subset), so on two kernels that
+# differ only in smaps_rollup every field comes out the same: stock and
+# series boots, as root and as uid 65534, gave identical rollups. Should a
+# field ever prove unstable, list it in REPORT_ONLY: compare() then shows
+# its differences without failing.
 REPORT_ONLY = set()
 FIXED = [f for f in ["header"] + FIELDS if f not in REPORT_ONLY]
 

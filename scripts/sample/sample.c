@@ -21,7 +21,9 @@
  * To be deterministic across boots and kernels it disables THP for itself
  * (PR_SET_THP_DISABLE), re-executes itself once without address-space
  * randomisation (ADDR_NO_RANDOMIZE), so stack and heap pages line up, and
- * unmaps its [vdso], whose Pss depends on how many processes exist.
+ * unmaps its [vdso], whose Pss depends on how many processes exist, and
+ * maps all pages of its own file mappings (parent and child alike), since
+ * fault-around maps a timing-dependent subset of them.
  *
  * It then prints "key: value" lines (pid, the sizes in kB) and "ready", and
  * blocks reading standard input until EOF; then it exits and the child,
@@ -41,6 +43,10 @@
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
 
 #define MiB (1024UL * 1024UL)
 #define ANON_PRIVATE (16 * MiB)
@@ -134,6 +140,31 @@ static void unmap_vdso(void)
 	fclose(f);
 }
 
+/*
+ * Map every page of every file mapping (the binary's text and data).
+ * Otherwise which of them are mapped depends on fault-around, which maps
+ * only the pages that readahead happened to have brought in by then.
+ */
+static void populate_file_mappings(void)
+{
+	unsigned long start, end;
+	char line[512], perms[8];
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	if (!f)
+		die("open /proc/self/maps");
+	while (fgets(line, sizeof(line), f)) {
+		if (!strchr(line, '/'))
+			continue;
+		if (sscanf(line, "%lx-%lx %7s", &start, &end, perms) != 3)
+			die("cannot parse /proc/self/maps");
+		if (perms[0] == 'r' &&
+		    madvise((void *)start, end - start, MADV_POPULATE_READ))
+			die("MADV_POPULATE_READ of %.*s", (int)strcspn(line, "\n"), line);
+	}
+	fclose(f);
+}
+
 int main(int argc, char **argv)
 {
 	char path[4096];
@@ -168,6 +199,7 @@ int main(int argc, char **argv)
 	}
 
 	unmap_vdso();
+	populate_file_mappings();
 
 	/* Shared anonymous region, shared with a child that reads it all. */
 	shared = map(SHARED_ANON, PROT_READ | PROT_WRITE,
@@ -182,7 +214,11 @@ int main(int argc, char **argv)
 	if (child == 0) {
 		close(ready[0]);
 		close(hold[1]);
-		/* fork does not copy PTEs of shared mappings: fault them in. */
+		/*
+		 * fork copies no PTEs of shared or file mappings: fault them
+		 * all in, so the parent's file pages are all mapped twice.
+		 */
+		populate_file_mappings();
 		read_pages(shared, SHARED_ANON, pg);
 		if (write(ready[1], "r", 1) != 1)
 			_exit(2);

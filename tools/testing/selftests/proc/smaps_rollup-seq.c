@@ -2,8 +2,11 @@
 /*
  * /proc/PID/smaps_rollup read in every way a reader can: whatever the read
  * sizes, offsets, seeks and fds, a reader gets the bytes of one large
- * read().  The 2017 implementation got this wrong (see the series' cover
- * letter); stock's single_open() file gets it right.
+ * read().  The 2017 implementation got this wrong: it summed across
+ * seq_file restarts, so its totals depended on how the file was read.
+ * Stock's single_open() file regenerates the whole output on each restart.
+ * Where stock's seq_lseek() refuses something (SEEK_END, negative offsets),
+ * these tests expect the same errors.
  *
  * The target is a settled process (see smaps_rollup.h) that does nothing,
  * so every read of it must give the same bytes.

@@ -245,10 +245,20 @@ static int mlock_step(int step, long arg, unsigned long *val)
 	return mlock(region, REGION) ? -errno : 0;
 }
 
+/* Distinct, non-zero pages: nothing to deduplicate on the way out. */
+static void fill_distinct(char *p, size_t len)
+{
+	size_t page = getpagesize(), i;
+
+	for (i = 0; i < len; i += page) {
+		memset(p + i, 0x77, page);
+		*(size_t *)(p + i) = i;
+	}
+}
+
 /* Private anonymous (arg < 0) or memfd @arg memory written, then paged out. */
 static int pageout_step(int step, long arg, unsigned long *val)
 {
-	size_t page = getpagesize(), i;
 	int ret;
 
 	if (step == 2)
@@ -259,14 +269,37 @@ static int pageout_step(int step, long arg, unsigned long *val)
 	else if (!ret)
 		ret = sr_mmap((void **)&region, REGION, PROT_READ | PROT_WRITE,
 			      MAP_SHARED, arg) ?: nohuge(region, REGION);
-	if (ret)
-		return ret;
-	/* Distinct, non-zero pages: nothing to deduplicate on the way out. */
-	for (i = 0; i < REGION; i += page) {
-		memset(region + i, 0x77, page);
-		*(size_t *)(region + i) = i;
+	if (!ret)
+		fill_distinct(region, REGION);
+	return ret;
+}
+
+static char *swapped[3];
+
+/* Private anonymous memory and two memfds, written, then all paged out. */
+static int pageout_three_step(int step, long arg, unsigned long *val)
+{
+	int i, fd, ret;
+
+	if (step == 2) {
+		for (i = 0; i < 3; i++)
+			if (madvise(swapped[i], REGION, MADV_PAGEOUT))
+				return -errno;
+		return 0;
 	}
-	return 0;
+	ret = pin_to_one_cpu() ?: map_anon(&swapped[0], REGION, MAP_PRIVATE);
+	for (i = 1; !ret && i < 3; i++) {
+		fd = memfd_create("smaps_rollup-swap", 0);
+		if (fd < 0 || ftruncate(fd, REGION))
+			return -errno;
+		ret = sr_mmap((void **)&swapped[i], REGION,
+			      PROT_READ | PROT_WRITE, MAP_SHARED, fd) ?:
+		      nohuge(swapped[i], REGION);
+		close(fd);
+	}
+	for (i = 0; !ret && i < 3; i++)
+		fill_distinct(swapped[i], REGION);
+	return ret;
 }
 
 /* @arg pages written, then every other one made read-only: @arg VMAs. */
@@ -287,12 +320,15 @@ static int many_vmas_step(int step, long arg, unsigned long *val)
  * A bit of everything, with pages mapped 1, 2 and 3 times so that Pss has
  * fractions: private anonymous memory; a memfd mapped shared and written,
  * and mapped private, half read and a quarter written (copy-on-write);
+ * the file @arg (the test binary, which the test maps too) read through;
  * shared anonymous memory, mlock()ed if the limit allows, that two
  * helpers map as well.
  */
 static int mix_step(int step, long arg, unsigned long *val)
 {
+	struct stat st;
 	int ret, fd;
+	char *file;
 
 	ret = map_anon(&region, REGION, MAP_PRIVATE);
 	if (ret)
@@ -314,6 +350,13 @@ static int mix_step(int step, long arg, unsigned long *val)
 	sr_touch(dummy, REGION / 2, -1);
 	sr_touch(dummy + REGION / 2, REGION / 4, 4);
 	close(fd);
+
+	if (fstat(arg, &st))
+		return -errno;
+	ret = sr_mmap((void **)&file, st.st_size, PROT_READ, MAP_PRIVATE, arg);
+	if (ret)
+		return ret;
+	sr_touch(file, st.st_size, -1);
 
 	region_len = REGION;
 	ret = map_anon(&region, REGION, MAP_SHARED);
@@ -338,6 +381,7 @@ static const struct sr_workload workloads[] = {
 	{ "lazyfree", lazyfree_step, SR_SETTLE_UNMAP_VDSO },
 	{ "mlock", mlock_step, SR_SETTLE_UNMAP_VDSO },
 	{ "pageout", pageout_step, SR_SETTLE_UNMAP_VDSO },
+	{ "pageout_three", pageout_three_step, SR_SETTLE_UNMAP_VDSO },
 	{ "many_vmas", many_vmas_step, SR_SETTLE_UNMAP_VDSO },
 	{ "mix", mix_step, SR_SETTLE_UNMAP_VDSO },
 	{}
@@ -461,6 +505,7 @@ static long meminfo_kb(const char *key)
 
 FIXTURE(rollup) {
 	struct sr_target t;
+	int exe;		/* the test binary, for the "mix" target */
 	long restore_max_map_count;
 };
 
@@ -468,6 +513,8 @@ FIXTURE_SETUP(rollup)
 {
 	self->t.pid = -1;
 	self->restore_max_map_count = -1;
+	self->exe = open("/proc/self/exe", O_RDONLY);
+	ASSERT_LE(0, self->exe);
 }
 
 FIXTURE_TEARDOWN_PARENT(rollup)
@@ -481,7 +528,7 @@ FIXTURE_TEARDOWN_PARENT(rollup)
 
 TEST_F(rollup, quiescent_fields_equal_summed_smaps)
 {
-	target_start(_metadata, &self->t, "mix", 0);
+	target_start(_metadata, &self->t, "mix", self->exe);
 	target_step(_metadata, &self->t, 1, NULL);
 	sr_expect_rollup_is_smaps_sum(_metadata, self->t.pid);
 }
@@ -495,7 +542,7 @@ TEST_F(rollup, pss_parts_sum_to_pss)
 	struct sr_rollup r;
 	unsigned long long sum;
 
-	target_start(_metadata, &self->t, "mix", 0);
+	target_start(_metadata, &self->t, "mix", self->exe);
 	target_step(_metadata, &self->t, 1, NULL);
 	read_rollup(_metadata, self->t.pid, &r);
 	sum = r.kb[SR_PSS_ANON] + r.kb[SR_PSS_FILE] + r.kb[SR_PSS_SHMEM];
@@ -511,7 +558,7 @@ TEST_F(rollup, fields_are_consistent)
 {
 	struct sr_rollup r;
 
-	target_start(_metadata, &self->t, "mix", 0);
+	target_start(_metadata, &self->t, "mix", self->exe);
 	target_step(_metadata, &self->t, 1, NULL);
 	read_rollup(_metadata, self->t.pid, &r);
 	EXPECT_EQ(0, sr_rollup_consistent(&r)) TH_LOG("%s", sr_error);
@@ -919,32 +966,48 @@ FIXTURE(hugetlb) {
 	long hp_kb, restore_nr;
 };
 
+#define HP_DIR "/sys/kernel/mm/hugepages/hugepages-%ldkB/%s"
+
+static long hp_read(long hp_kb, const char *file)
+{
+	char path[128];
+	long val = -1;
+
+	snprintf(path, sizeof(path), HP_DIR, hp_kb, file);
+	return sr_read_long(path, &val) ? -1 : val;
+}
+
+/*
+ * Make sure a huge page is free.  nr_hugepages counts surplus pages too,
+ * and a page a previous test's target still holds (it dies asynchronously)
+ * is surplus if that test lowered the pool meanwhile: so the pool size to
+ * restore is nr_hugepages - surplus_hugepages.  Raising nr_hugepages to
+ * nr + 1 turns surplus pages into pool pages and adds one.
+ */
 FIXTURE_SETUP(hugetlb)
 {
-	char free_path[128];
-	long nr = 0, free = 0;
+	long nr, surplus;
 
 	self->t.pid = -1;
 	self->restore_nr = -1;
 	self->hp_kb = meminfo_kb("Hugepagesize:");
 	if (self->hp_kb <= 0)
 		SKIP(return, "no hugetlb support (CONFIG_HUGETLBFS)");
-	snprintf(self->nr_path, sizeof(self->nr_path),
-		 "/sys/kernel/mm/hugepages/hugepages-%ldkB/nr_hugepages",
-		 self->hp_kb);
-	snprintf(free_path, sizeof(free_path),
-		 "/sys/kernel/mm/hugepages/hugepages-%ldkB/free_hugepages",
-		 self->hp_kb);
-	ASSERT_EQ(0, sr_read_long(free_path, &free));
-	if (free >= 1)
+	snprintf(self->nr_path, sizeof(self->nr_path), HP_DIR, self->hp_kb,
+		 "nr_hugepages");
+	if (hp_read(self->hp_kb, "free_hugepages") >= 1)
 		return;
-	ASSERT_EQ(0, sr_read_long(self->nr_path, &nr));
+	nr = hp_read(self->hp_kb, "nr_hugepages");
+	surplus = hp_read(self->hp_kb, "surplus_hugepages");
+	ASSERT_LE(0, nr);
+	ASSERT_LE(0, surplus);
 	if (sr_write_long(self->nr_path, nr + 1))
 		SKIP(return, "no free %ld kB huge page, and cannot add one (needs root)",
 		     self->hp_kb);
-	self->restore_nr = nr;
-	if (sr_read_long(free_path, &free) || free < 1) {
-		sr_write_long(self->nr_path, nr);
+	self->restore_nr = nr - surplus;
+	if (hp_read(self->hp_kb, "free_hugepages") < 1) {
+		sr_write_long(self->nr_path, self->restore_nr);
+		self->restore_nr = -1;
 		SKIP(return, "the kernel could not allocate a %ld kB huge page",
 		     self->hp_kb);
 	}
@@ -1149,6 +1212,34 @@ TEST_F(swap, pageout_shmem_counts_swap_not_swap_pss)
 	want[SR_PSS_SHMEM] = -REGION_KB;
 	want[SR_PRIVATE_DIRTY] = -REGION_KB;
 	want[SR_SWAP] = REGION_KB;
+	sr_expect_delta(_metadata, &before, &after, want);
+}
+
+/*
+ * Each VMA's swap adds to the total: 4.14 assigned a shmem VMA's swap
+ * instead, losing what the VMAs before it had.
+ */
+TEST_F(swap, pageout_anon_and_two_shmem_swap_adds_up)
+{
+	long long want[SR_NR_FIELDS];
+	struct sr_rollup before, after;
+
+	target_start(_metadata, &self->t, "pageout_three", 0);
+	target_step(_metadata, &self->t, 1, NULL);
+	read_rollup(_metadata, self->t.pid, &before);
+	target_step(_metadata, &self->t, 2, NULL);
+	read_rollup(_metadata, self->t.pid, &after);
+
+	sr_delta_init(want);
+	want[SR_RSS] = -3 * REGION_KB;
+	want[SR_PSS] = -3 * REGION_KB;
+	want[SR_PSS_DIRTY] = -3 * REGION_KB;
+	want[SR_PSS_ANON] = -REGION_KB;
+	want[SR_PSS_SHMEM] = -2 * REGION_KB;
+	want[SR_PRIVATE_DIRTY] = -3 * REGION_KB;
+	want[SR_ANONYMOUS] = -REGION_KB;
+	want[SR_SWAP] = 3 * REGION_KB;
+	want[SR_SWAP_PSS] = REGION_KB;
 	sr_expect_delta(_metadata, &before, &after, want);
 }
 

@@ -10,21 +10,33 @@
  * Targets.  Exact expectations need a process whose memory nothing else
  * touches.  A forked child is not enough: every page it shares with its
  * parent changes Pss whenever the parent breaks copy-on-write.  A target is
- * therefore this test binary executed afresh (execve of /proc/self/exe) with
- * SMAPS_ROLLUP_TARGET in its environment; a constructor sees the variable
- * before the harness starts and runs the named workload instead of the
- * tests.  The target first "settles": it grows its stack, unmaps [vdso]
- * (whose pages every process on the system maps, so their Pss drifts), and
- * populates every mapping it has, so that running further code faults in
- * nothing.  The test process populates its own file mappings before it
- * starts a target, so the text pages both map stay mapped the same number of
- * times.  The test then drives the workload one step at a time over a pipe
- * and reads smaps_rollup between steps; nothing runs in the target between
- * two steps.
+ * therefore this test binary executed afresh with SMAPS_ROLLUP_TARGET in its
+ * environment; a constructor sees the variable before the harness starts
+ * and runs the named workload instead of the tests.  It executes a private
+ * copy of the binary in a memfd, so that no other process (a previous
+ * test's target still exiting, say) maps its text and changes its Pss.  The
+ * target first "settles": it grows its stack, unmaps [vdso] (whose pages
+ * every process on the system maps, so their Pss drifts), and populates
+ * every mapping it has, so that running further code faults in nothing.
+ * The test then drives the workload one step at a time over a pipe and
+ * reads smaps_rollup between steps; nothing runs in the target between two
+ * steps.
+ *
+ * Targets run with PR_SET_THP_DISABLE unless their workload wants THP, so
+ * that khugepaged cannot collapse a range behind a test's back.
  *
  * Helpers.  A target may fork a helper that shares some memory with it.  The
  * helper settles too: writing every private page breaks copy-on-write, so
  * the target keeps its private pages private.
+ *
+ * Cleanup.  Targets and helpers die with the process that started them
+ * (PR_SET_PDEATHSIG, and EOF on their command pipe), so tests never kill
+ * them.  Fixtures that change system state (KSM, huge pages, sysctls, a
+ * set-user-ID file) restore it in FIXTURE_TEARDOWN_PARENT(): after a failed
+ * ASSERT_*() longjmp()s back into the harness's test wrapper, the wrapper's
+ * local "child" is indeterminate and a teardown run in the child may be
+ * skipped.  Such fixture data is shared with every fork of the test, so
+ * never store a fork() result into it directly.
  */
 #ifndef SELFTESTS_PROC_SMAPS_ROLLUP_H
 #define SELFTESTS_PROC_SMAPS_ROLLUP_H
@@ -712,8 +724,7 @@ static inline bool sr_maps_next(struct sr_maps *m, struct sr_vma *v)
 }
 
 #define SR_SETTLE_UNMAP_VDSO	0x1	/* drop [vdso]: no clock_gettime() then */
-#define SR_SETTLE_FILES_ONLY	0x2	/* only populate file mappings */
-#define SR_SETTLE_THP		0x4	/* a target that may use THP */
+#define SR_SETTLE_THP		0x2	/* a target that may use THP */
 
 struct sr_settle_args {
 	unsigned long ex_start, ex_end;	/* leave this range alone */
@@ -724,6 +735,7 @@ static inline void sr_settle_vma(const struct sr_vma *v,
 				 const struct sr_settle_args *a)
 {
 	unsigned long start = v->start, end = v->end;
+	int advice;
 
 	if (!strcmp(v->name, "[vdso]")) {
 		if (a->flags & SR_SETTLE_UNMAP_VDSO)
@@ -734,23 +746,18 @@ static inline void sr_settle_vma(const struct sr_vma *v,
 	    (v->name[0] == '[' && strcmp(v->name, "[stack]") &&
 	     strcmp(v->name, "[heap]")))
 		return;
-	if ((a->flags & SR_SETTLE_FILES_ONLY) && !v->inode)
-		return;
+	/* Writing a private page gives us our own copy of it. */
+	advice = v->perms[1] == 'w' && v->perms[3] == 'p' ?
+		 MADV_POPULATE_WRITE : MADV_POPULATE_READ;
 	if (a->ex_start < end && start < a->ex_end) {
 		if (a->ex_start > start)
-			madvise((void *)start, a->ex_start - start,
-				v->perms[1] == 'w' && v->perms[3] == 'p' &&
-				!(a->flags & SR_SETTLE_FILES_ONLY) ?
-				MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+			madvise((void *)start, a->ex_start - start, advice);
 		if (a->ex_end >= end)
 			return;
 		start = a->ex_end;
 	}
 	/* Errors (a page past EOF, say) only leave a page unpopulated. */
-	madvise((void *)start, end - start,
-		v->perms[1] == 'w' && v->perms[3] == 'p' &&
-		!(a->flags & SR_SETTLE_FILES_ONLY) ?
-		MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+	madvise((void *)start, end - start, advice);
 }
 
 /* Fault in 256 KiB of stack, more than any later call chain needs. */
@@ -770,8 +777,7 @@ static inline void sr_settle(unsigned long ex_start, unsigned long ex_end,
 	struct sr_maps m;
 	struct sr_vma v;
 
-	if (!(flags & SR_SETTLE_FILES_ONLY))
-		sr_grow_stack();
+	sr_grow_stack();
 	if (sr_maps_read(&m))
 		return;
 	while (sr_maps_next(&m, &v))
@@ -903,15 +909,44 @@ static inline void sr_target_main(const struct sr_workload *w)
 		sr_target_main(table);					\
 	}
 
+#ifndef MFD_EXEC
+#define MFD_EXEC	0x0010U
+#endif
+
+/* A memfd holding a copy of this binary, or -1. */
+static inline int sr_exe_copy(void)
+{
+	char buf[65536];
+	int in, out;
+	ssize_t n;
+
+	out = memfd_create("smaps_rollup-target", MFD_CLOEXEC | MFD_EXEC);
+	if (out < 0)	/* before 6.3, MFD_EXEC was unknown */
+		out = memfd_create("smaps_rollup-target", MFD_CLOEXEC);
+	in = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, n) != n)
+			n = -1;
+	if (in < 0 || out < 0 || n < 0) {
+		if (out >= 0)
+			close(out);
+		out = -1;
+	}
+	if (in >= 0)
+		close(in);
+	return out;
+}
+
 /*
- * Start workload @name executing @exe (NULL: this binary) with @arg, wait
- * until it has settled.  Returns 0, or -errno (-EPIPE if it died).
+ * Start workload @name with @arg, executing @exe (NULL: a private copy of
+ * this binary); wait until it has settled.  Returns 0, or -errno (-EPIPE
+ * if it died).
  */
 static inline int sr_target_start_exe(struct sr_target *t, const char *exe,
 				      const char *name, long arg)
 {
 	char env[128], *envp[] = { env, NULL }, *argv[] = { (char *)name, NULL };
-	int cmd[2], ack[2], ret;
+	int cmd[2], ack[2], ret, copy;
 	pid_t pid;
 
 	t->pid = -1;
@@ -925,18 +960,22 @@ static inline int sr_target_start_exe(struct sr_target *t, const char *exe,
 	}
 	snprintf(env, sizeof(env), "%s=%s,%d,%d,%ld", SR_TARGET_ENV, name,
 		 cmd[0], ack[1], arg);
-	/* Map our text the way we will for the rest of the test. */
-	sr_settle(0, 0, SR_SETTLE_FILES_ONLY);
+	copy = exe ? -1 : sr_exe_copy();
 	/* Not t->pid = fork(): *t may be shared with the child. */
 	pid = fork();
 	if (pid == 0) {
 		fcntl(cmd[0], F_SETFD, 0);
 		fcntl(ack[1], F_SETFD, 0);
+		if (copy >= 0)
+			fexecve(copy, argv, envp);
+		/* No copy, or vm.memfd_noexec forbids running it. */
 		execve(exe ? exe : "/proc/self/exe", argv, envp);
 		_exit(127);
 	}
 	t->pid = pid;
 	ret = pid < 0 ? -errno : 0;
+	if (copy >= 0)
+		close(copy);
 	close(cmd[0]);
 	close(ack[1]);
 	t->cmd = cmd[1];

@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bench-read: the ways a sampler gets a process's memory totals, timed.
+ *
+ *   bench-read cost VMAS RSS_MIB FILE MIN MAX BUDGET_MS METHOD[:MIN]...
+ *       Start bench-target VMAS RSS_MIB FILE (beside this program), wait
+ *       for its "ready" line, then time reads of it, one METHOD after the
+ *       other in rounds so that drift hits every method alike. A method
+ *       stops after MAX reads, or after MIN reads (its own MIN if given)
+ *       once its reads took BUDGET_MS in all. All but smaps and awk get
+ *       one untimed read first. Prints the target's rollup (or summed
+ *       smaps) fields once:
+ *       fields,VMAS,RSS_MIB,NVMAS,RSS_KB,SOURCE,Name=KB,...
+ *       and then per read:
+ *       cost,VMAS,RSS_MIB,NVMAS,RSS_KB,METHOD,I,NS,PSS_KB
+ *
+ *   bench-read fleet NPROCS SWEEPS METHOD[:SWEEPS]...
+ *       Start NPROCS /bin/cat processes, each blocked reading its own
+ *       pipe (a handshake through them proves each has run), then sweep
+ *       METHOD over every /proc/PID, SWEEPS times per method (or the
+ *       method's own count), methods alternating. Prints, per sweep:
+ *       fleet,NPROCS,METHOD,I,NS,PIDS,READ_OK
+ *
+ * METHODs:
+ *   smaps   read /proc/PID/smaps, sum every rollup field (C parser)
+ *   awk     run awk over /proc/PID/smaps summing every "kB" field (the
+ *           2016 method: fork + exec + awk's parsing are all counted)
+ *   rollup  read /proc/PID/smaps_rollup and parse it
+ *   status  read /proc/PID/status and parse VmRSS (floor: no PSS)
+ *   maps    read /proc/PID/maps and count its lines: code the series does
+ *           not change, a yardstick for how fast this boot runs the kernel
+ *           (its "Pss" is the line count)
+ */
+#include "common.h"
+#include <dirent.h>
+#include <libgen.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+extern char **environ;
+
+static const char awk_prog[] =
+	"/^[A-Z]/ && $3 == \"kB\" { s[$1] += $2 } "
+	"END { for (k in s) print k, s[k] }";
+
+/* read_awk: the awk method on PID; Pss into *PSS. 0 or -1. */
+static int read_awk(int pid, long long *pss)
+{
+	char path[64], out[4096];
+	char *argv[] = { "awk", (char *)awk_prog, path, NULL };
+	posix_spawn_file_actions_t fa;
+	size_t have = 0;
+	int pfd[2], st;
+	ssize_t n;
+	pid_t child;
+	char *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
+	if (pipe2(pfd, O_CLOEXEC))
+		die("pipe");
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+	if (posix_spawn(&child, "/usr/bin/awk", &fa, NULL, argv, environ))
+		die("spawn awk");
+	posix_spawn_file_actions_destroy(&fa);
+	close(pfd[1]);
+	while (have < sizeof(out) - 1 &&
+	       (n = read(pfd[0], out + have, sizeof(out) - 1 - have)) > 0)
+		have += (size_t)n;
+	close(pfd[0]);
+	out[have] = '\0';
+	if (waitpid(child, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+		return -1;
+	*pss = -1;
+	for (p = out; (p = strstr(p, "Pss: ")); p++)
+		if (p == out || p[-1] == '\n')
+			*pss = strtoll(p + 5, NULL, 10);
+	return 0;
+}
+
+/* read_one: one read of PID by METHOD; 0 or -errno. */
+static int read_one(const char *method, int pid, long long *pss)
+{
+	char path[64];
+	struct totals t;
+	int r;
+
+	if (!strcmp(method, "awk"))
+		return read_awk(pid, pss) ? -EIO : 0;
+	if (!strcmp(method, "status")) {
+		snprintf(path, sizeof(path), "/proc/%d/status", pid);
+		return status_rss(path, pss);
+	}
+	if (!strcmp(method, "maps")) {
+		snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+		r = sum_file(path, &t);
+		*pss = t.entries;
+		return r;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid,
+		 !strcmp(method, "smaps") ? "smaps" : "smaps_rollup");
+	r = sum_file(path, &t);
+	*pss = t.v[F_PSS];
+	return r;
+}
+
+static int check_method(const char *m)
+{
+	return !strcmp(m, "smaps") || !strcmp(m, "awk") ||
+	       !strcmp(m, "rollup") || !strcmp(m, "status") ||
+	       !strcmp(m, "maps");
+}
+
+/* print_fields: the target's totals, from rollup or else summed smaps. */
+static void print_fields(char **argv, int pid, long nvmas, long long rss_kb)
+{
+	const char *src = "rollup";
+	char path[64];
+	struct totals t;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", pid);
+	if (sum_file(path, &t)) {
+		src = "smaps";
+		snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
+		if (sum_file(path, &t))
+			die("read %s", path);
+	}
+	printf("fields,%s,%s,%ld,%lld,%s", argv[1], argv[2], nvmas, rss_kb, src);
+	for (int i = 0; i < NFIELDS; i++)
+		printf(",%s=%lld", field_names[i], t.v[i]);
+	printf("\n");
+}
+
+static char self_dir[4096];
+
+static int cost(int argc, char **argv)
+{
+	int nm = argc - 7, to[2], from[2], st;
+	long min, max, budget_ms;
+	char line[256], tgt[4200];
+	int tpid = 0;
+	long nvmas = 0;
+	long long rss_kb = 0;
+	pid_t child;
+
+	if (nm < 1)
+		die("usage: bench-read cost VMAS RSS_MIB FILE MIN MAX BUDGET_MS METHOD...");
+	min = atol(argv[4]);
+	max = atol(argv[5]);
+	budget_ms = atol(argv[6]);
+	char *meth[nm > 0 ? nm : 1];
+	long mmin[nm > 0 ? nm : 1];
+
+	for (int i = 0; i < nm; i++) {
+		char *c;
+
+		meth[i] = argv[7 + i];
+		mmin[i] = min;
+		c = strchr(meth[i], ':');
+		if (c) {
+			*c = '\0';
+			mmin[i] = atol(c + 1);
+		}
+		if (!check_method(meth[i]))
+			die("unknown method %s", meth[i]);
+	}
+
+	/* the target, with a pipe each way */
+	snprintf(tgt, sizeof(tgt), "%s/bench-target", self_dir);
+	if (pipe2(to, O_CLOEXEC) || pipe2(from, O_CLOEXEC))
+		die("pipe");
+	child = fork();
+	if (child < 0)
+		die("fork");
+	if (child == 0) {
+		dup2(to[0], 0);
+		dup2(from[1], 1);
+		execl(tgt, "bench-target", argv[1], argv[2], argv[3], (char *)NULL);
+		die("exec %s", tgt);
+	}
+	close(to[0]);
+	close(from[1]);
+	if (read_line(from[0], line, sizeof(line)) <= 0 ||
+	    sscanf(line, "ready %d %ld %lld", &tpid, &nvmas, &rss_kb) != 3)
+		die("the target did not get ready");
+
+	{
+		long n[nm];
+		uint64_t spent[nm];
+		int active = nm;
+
+		memset(n, 0, sizeof(n));
+		memset(spent, 0, sizeof(spent));
+		print_fields(argv, tpid, nvmas, rss_kb);
+		/* one untimed read of the cheap ones: warm their paths */
+		for (int m = 0; m < nm; m++) {
+			long long pss;
+
+			if (!strcmp(meth[m], "smaps") || !strcmp(meth[m], "awk"))
+				continue;
+			if (read_one(meth[m], tpid, &pss))
+				die("%s of the target failed", meth[m]);
+		}
+		while (active) {
+			active = 0;
+			for (int m = 0; m < nm; m++) {
+				long long pss = -1;
+				uint64_t t0, dt;
+
+				if (n[m] >= max ||
+				    (n[m] >= mmin[m] && spent[m] >= (uint64_t)budget_ms * 1000000ull))
+					continue;
+				active = 1;
+				t0 = now_ns();
+				if (read_one(meth[m], tpid, &pss))
+					die("%s of the target failed", meth[m]);
+				dt = now_ns() - t0;
+				spent[m] += dt;
+				printf("cost,%s,%s,%ld,%lld,%s,%ld,%llu,%lld\n",
+				       argv[1], argv[2], nvmas, rss_kb, meth[m],
+				       n[m], (unsigned long long)dt, pss);
+				n[m]++;
+			}
+		}
+	}
+	fflush(stdout);
+	close(to[1]); /* EOF: the target exits */
+	if (waitpid(child, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+		die("the target failed");
+	return 0;
+}
+
+/* sweep: one pass of METHOD over every /proc/PID; counts into *PIDS, *OK. */
+static void sweep(const char *method, long *pids, long *ok)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+
+	if (!d)
+		die("opendir /proc");
+	*pids = *ok = 0;
+	while ((e = readdir(d))) {
+		long long pss;
+		int pid;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		pid = atoi(e->d_name);
+		(*pids)++;
+		if (read_one(method, pid, &pss) == 0 && pss >= 0)
+			(*ok)++;
+	}
+	closedir(d);
+}
+
+static int fleet(int argc, char **argv)
+{
+	long nprocs = atol(argv[2]), sweeps = atol(argv[3]);
+	int nm = argc - 4, back[2];
+	pid_t *kids;
+	int *feed;
+	struct rlimit rl = { 4096, 4096 };
+	char c;
+
+	if (nm < 1 || nprocs < 0)
+		die("usage: bench-read fleet NPROCS SWEEPS METHOD...");
+	char *meth[nm > 0 ? nm : 1];
+	long count[nm > 0 ? nm : 1];
+
+	for (int i = 0; i < nm; i++) {
+		char *c;
+
+		meth[i] = argv[4 + i];
+		count[i] = sweeps;
+		c = strchr(meth[i], ':');
+		if (c) {
+			*c = '\0';
+			count[i] = atol(c + 1);
+		}
+		if (!check_method(meth[i]))
+			die("unknown method %s", meth[i]);
+	}
+	setrlimit(RLIMIT_NOFILE, &rl);
+	kids = calloc((size_t)nprocs, sizeof(*kids));
+	feed = calloc((size_t)nprocs, sizeof(*feed));
+	if ((nprocs && (!kids || !feed)) || pipe2(back, O_CLOEXEC))
+		die("setup");
+	/* each cat reads its own pipe and writes to the shared one */
+	for (long i = 0; i < nprocs; i++) {
+		char *av[] = { "cat", NULL };
+		posix_spawn_file_actions_t fa;
+		int in[2];
+
+		if (pipe2(in, O_CLOEXEC))
+			die("pipe");
+		posix_spawn_file_actions_init(&fa);
+		posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+		posix_spawn_file_actions_adddup2(&fa, back[1], 1);
+		if (posix_spawn(&kids[i], "/bin/cat", &fa, NULL, av, environ))
+			die("spawn cat");
+		posix_spawn_file_actions_destroy(&fa);
+		close(in[0]);
+		feed[i] = in[1];
+		write_all(in[1], "x", 1);
+	}
+	close(back[1]);
+	for (long i = 0; i < nprocs; i++)
+		if (read(back[0], &c, 1) != 1)
+			die("a cat did not answer");
+
+	for (long s = 0, more = 1; more; s++) {
+		more = 0;
+		for (int m = 0; m < nm; m++) {
+			long pids, ok;
+			uint64_t t0, dt;
+
+			if (s >= count[m])
+				continue;
+			more = 1;
+			t0 = now_ns();
+			sweep(meth[m], &pids, &ok);
+			dt = now_ns() - t0;
+			printf("fleet,%ld,%s,%ld,%llu,%ld,%ld\n", nprocs, meth[m],
+			       s, (unsigned long long)dt, pids, ok);
+		}
+	}
+	fflush(stdout);
+	for (long i = 0; i < nprocs; i++)
+		close(feed[i]); /* EOF: each cat exits */
+	for (long i = 0; i < nprocs; i++)
+		waitpid(kids[i], NULL, 0);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		die("readlink /proc/self/exe");
+	exe[n] = '\0';
+	snprintf(self_dir, sizeof(self_dir), "%s", dirname(exe));
+	if (argc >= 9 && !strcmp(argv[1], "cost"))
+		return cost(argc - 1, argv + 1);
+	if (argc >= 5 && !strcmp(argv[1], "fleet"))
+		return fleet(argc, argv);
+	fprintf(stderr,
+		"usage: bench-read cost VMAS RSS_MIB FILE MIN MAX BUDGET_MS METHOD...\n"
+		"       bench-read fleet NPROCS SWEEPS METHOD...\n");
+	return 2;
+}

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bench-target: the workload whose smaps_rollup the benchmarks read.
+ *
+ *   bench-target VMAS RSS_MIB FILE
+ *
+ * Lays out about VMAS mappings (the process's own few included) holding
+ * RSS_MIB resident: half anonymous (private, written), a quarter file
+ * (FILE, created sparse and mapped private read-only, read-faulted), a
+ * quarter shmem (one memfd, mapped shared, written). Each mapping is
+ * followed by an unmapped page so none merge. Anonymous mappings get
+ * MADV_NOHUGEPAGE: every resident page is a 4 KiB PTE, the page-walk
+ * worst case. When there are more mappings than resident pages, the
+ * remaining mappings stay empty (like the unused library mappings of a
+ * real process).
+ *
+ * Then it prints "ready PID NVMAS RSS_KB" on stdout and obeys lines on
+ * stdin:
+ *   stall SECONDS PATH   loop mmap 64 KiB + touch it + munmap for SECONDS,
+ *                        timing each step with CLOCK_MONOTONIC; write the
+ *                        records (3 x uint32 ns: mmap, touch, munmap) to
+ *                        PATH and print "stalled OPS P50 P99 MAX" (ns).
+ * and exits 0 at EOF.
+ */
+#include "common.h"
+#include <sys/mman.h>
+
+#define PAGE 4096ul
+
+static long count_vmas(void)
+{
+	char buf[65536];
+	long lines = 0;
+	ssize_t n;
+	int fd = open("/proc/self/maps", O_RDONLY);
+
+	if (fd < 0)
+		die("open /proc/self/maps");
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < n; i++)
+			lines += buf[i] == '\n';
+	close(fd);
+	return lines;
+}
+
+struct kind {
+	const char *name;
+	long vmas;	/* mappings of this kind */
+	long pages;	/* pages per mapping */
+	long budget;	/* resident pages to fault in */
+};
+
+static void layout(long vmas, long rss_mib, const char *file)
+{
+	long total_pages = rss_mib * (1024 * 1024 / PAGE);
+	struct kind k[3] = {
+		{ "anon", 0, 0, total_pages - 2 * (total_pages / 4) },
+		{ "file", 0, 0, total_pages / 4 },
+		{ "shmem", 0, 0, total_pages / 4 },
+	};
+	long own = count_vmas() + 1; /* +1: the stall record buffer later */
+	long n = vmas - own, span = 0;
+	int memfd, filefd;
+	char *base, *p;
+
+	if (n < 3)
+		n = 3;
+	k[1].vmas = n / 4;
+	k[2].vmas = n / 4;
+	k[0].vmas = n - k[1].vmas - k[2].vmas;
+	for (int i = 0; i < 3; i++) {
+		k[i].pages = (k[i].budget + k[i].vmas - 1) / k[i].vmas;
+		if (k[i].pages < 1)
+			k[i].pages = 1;
+		span += k[i].vmas * (k[i].pages + 1);
+	}
+
+	memfd = memfd_create("bench-shmem", MFD_CLOEXEC);
+	if (memfd < 0 || ftruncate(memfd, (off_t)(k[2].vmas * k[2].pages * PAGE)))
+		die("memfd");
+	filefd = open(file, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (filefd < 0 || ftruncate(filefd, (off_t)(k[1].vmas * k[1].pages * PAGE)))
+		die("create %s", file);
+
+	base = mmap(NULL, span * PAGE, PROT_NONE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (base == MAP_FAILED)
+		die("reserve %ld pages", span);
+	p = base;
+	for (int i = 0; i < 3; i++) {
+		long left = k[i].budget;
+
+		for (long j = 0; j < k[i].vmas; j++) {
+			size_t len = (size_t)k[i].pages * PAGE;
+			off_t off = (off_t)(j * k[i].pages * PAGE);
+			void *m;
+
+			if (i == 0) {
+				m = mmap(p, len, PROT_READ | PROT_WRITE,
+					 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+				if (m != MAP_FAILED)
+					madvise(m, len, MADV_NOHUGEPAGE);
+			} else if (i == 1) {
+				m = mmap(p, len, PROT_READ, MAP_PRIVATE | MAP_FIXED,
+					 filefd, off);
+			} else {
+				m = mmap(p, len, PROT_READ | PROT_WRITE,
+					 MAP_SHARED | MAP_FIXED, memfd, off);
+			}
+			if (m == MAP_FAILED)
+				die("mmap %s #%ld", k[i].name, j);
+			for (long pg = 0; pg < k[i].pages && left > 0; pg++, left--) {
+				volatile char *c = p + pg * PAGE;
+
+				if (i == 1)
+					(void)*c;
+				else
+					*c = 1;
+			}
+			if (munmap(p + len, PAGE))
+				die("munmap gap");
+			p += len + PAGE;
+		}
+	}
+	close(memfd);
+	close(filefd);
+}
+
+static void stall(double seconds, const char *path)
+{
+	size_t cap = 1 << 18, n = 0;
+	uint32_t *rec;
+	uint64_t *tot, start, end;
+	size_t len = 64 * 1024;
+	int fd;
+
+	rec = malloc(cap * 3 * sizeof(*rec));
+	tot = malloc(cap * sizeof(*tot));
+	if (!rec || !tot)
+		die("malloc");
+	memset(rec, 0, cap * 3 * sizeof(*rec));	/* fault it in now */
+	memset(tot, 0, cap * sizeof(*tot));
+	start = now_ns();
+	end = start + (uint64_t)(seconds * 1e9);
+	for (uint64_t t0 = start; t0 < end && n < cap; n++) {
+		uint64_t t1, t2, t3;
+		char *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (m == MAP_FAILED)
+			die("stall mmap");
+		t1 = now_ns();
+		for (size_t off = 0; off < len; off += PAGE)
+			((volatile char *)m)[off] = 1;
+		t2 = now_ns();
+		if (munmap(m, len))
+			die("stall munmap");
+		t3 = now_ns();
+		rec[3 * n] = (uint32_t)(t1 - t0 > UINT32_MAX ? UINT32_MAX : t1 - t0);
+		rec[3 * n + 1] = (uint32_t)(t2 - t1 > UINT32_MAX ? UINT32_MAX : t2 - t1);
+		rec[3 * n + 2] = (uint32_t)(t3 - t2 > UINT32_MAX ? UINT32_MAX : t3 - t2);
+		tot[n] = t3 - t0;
+		t0 = t3;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		die("create %s", path);
+	write_all(fd, rec, n * 3 * sizeof(*rec));
+	close(fd);
+	qsort(tot, n, sizeof(*tot), cmp_u64);
+	printf("stalled %zu %llu %llu %llu\n", n,
+	       (unsigned long long)pct(tot, n, 0.50),
+	       (unsigned long long)pct(tot, n, 0.99),
+	       (unsigned long long)(n ? tot[n - 1] : 0));
+	fflush(stdout);
+	free(rec);
+	free(tot);
+}
+
+int main(int argc, char **argv)
+{
+	char line[4096], path[4096];
+	double secs;
+	struct totals t;
+	char self[64];
+
+	if (argc != 4)
+		die("usage: bench-target VMAS RSS_MIB FILE");
+	layout(atol(argv[1]), atol(argv[2]), argv[3]);
+	snprintf(self, sizeof(self), "/proc/%d/smaps_rollup", getpid());
+	if (sum_file(self, &t)) {
+		long long kb;
+
+		snprintf(self, sizeof(self), "/proc/%d/status", getpid());
+		status_rss(self, &kb);
+		t.v[F_RSS] = kb;
+	}
+	printf("ready %d %ld %lld\n", getpid(), count_vmas(), t.v[F_RSS]);
+	fflush(stdout);
+	while (read_line(0, line, sizeof(line)) > 0) {
+		if (sscanf(line, "stall %lf %4095s", &secs, path) == 2)
+			stall(secs, path);
+		else
+			die("unknown command: %s", line);
+	}
+	return 0;
+}
