@@ -477,7 +477,7 @@ if r4:
       + "; at 4,000 VMAs with more resident memory: "
       + ", ".join(f"{r['r13']:.1f}x at {r['rss']} MiB" for r in rows
                   if r["vmas"] == 4000 and r["rss"] != 16)
-      + f". Host kernel, natively: {r4['host']['smaps'] / r4['host']['rollup']:.1f}x at 16 MiB.")
+      + f". Host kernel, natively: {fmt(r4['host']['smaps'] / r4['host']['rollup'], 1)}x at 16 MiB.")
 worst = max(rows, key=lambda r: r["r34"]) if rows else None
 if worst:
     over = [r for r in rows if r["r34"] > 1.05]

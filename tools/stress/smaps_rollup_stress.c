@@ -36,7 +36,13 @@
  * the k VMAs that have shared pages (0 <= rollup - sum <= k - 1), the
  * header must span the first to the last VMA, and reads in odd sizes, at
  * odd offsets (pread, lseek SET/CUR) and after lseek(0) must return exactly
- * the same bytes.
+ * the same bytes.  Then the paused target hammers its own mmap_lock with
+ * writes that change no total (mmap and munmap of untouched pages,
+ * mprotect RW <-> RWX that splits and merges VMAs, populated ones without
+ * THP among them): the walk keeps meeting queued writers, drops mmap_lock
+ * between and within VMAs and resumes, and every read meanwhile must give
+ * the quiescent totals exactly.  Violations found while a target is
+ * checked count only if it still reads as before afterwards.
  *
  * Fault-injection mode (root, with failslab and fail_page_alloc configured
  * in debugfs by the caller: see scripts/guest-faultinject).  Two quiescent
@@ -46,7 +52,7 @@
  * moving ones.  First a systematic sweep: for each of several scripts of
  * open/read/pread/readv/lseek/close, fail the 1st, 2nd, 3rd... fault site
  * through /proc/thread-self/fail-nth until the script runs without one.
- * Then THREADS threads run random scripts for SECONDS with
+ * Then THREADS threads run random scripts for SECONDS more with
  * /proc/thread-self/make-it-fail set around their smaps_rollup system calls
  * (the debugfs task-filter restricts failures to them).  Every failed call
  * must fail with ENOMEM (or ENOENT from procfs' inode allocation on open)
@@ -302,6 +308,8 @@ enum counter {
 	C_CHECKPOINTS, C_CP_TARGETS, C_CP_UNSTABLE, C_CP_COMPARES,
 	C_GONE, C_KTHREAD, C_ZOMBIE, C_EFAULT, C_ENOMEM, C_ENOENT_FI,
 	C_FI_NTH, C_FI_SCRIPTS, C_FI_RETRIES, C_FI_GAVEUP, C_FI_REFMOVED,
+	C_FI_OPEN_ERR, C_FI_READ_ERR, C_FI_SEEK_ERR,
+	C_HAMMER, C_CONTENDED_READS,
 	C_VIOLATIONS, NR_C
 };
 
@@ -313,7 +321,8 @@ static const char *const cname[NR_C] = {
 	"gone", "kthread_esrch", "zombie_esrch", "efault", "enomem",
 	"enoent_injected",
 	"nth_injected", "fi_scripts", "fi_retries", "fi_gave_up",
-	"fi_reference_moved", "violations",
+	"fi_reference_moved", "fi_failed_open", "fi_failed_read",
+	"fi_failed_lseek", "hammer_ops", "contended_reads", "violations",
 };
 
 struct shared {
@@ -961,6 +970,7 @@ struct region {
 	size_t len;
 	int kind;
 	off_t off;
+	bool thp;	/* may hold a THP: splitting it would change the totals */
 };
 
 #define MEMFD_SIZE	(16UL << 20)
@@ -1053,6 +1063,7 @@ static void map_region(struct tstate *t, struct region *r)
 	r->len = len;
 	r->kind = kind;
 	r->off = off;
+	r->thp = kind == K_THP;
 	touch(r, 1 + rnd(4), rnd(4));
 }
 
@@ -1199,6 +1210,8 @@ static void op_madvise(struct region *r)
 		return;
 	if (r->kind == K_HUGETLB && adv != MADV_DONTNEED)
 		adv = MADV_POPULATE_WRITE;
+	if (adv == MADV_HUGEPAGE)
+		r->thp = true;
 	if (madvise(r->addr + a, l, adv))
 		return;
 	count(C_MADVISE, 1);
@@ -1227,13 +1240,63 @@ static struct region *pick_region(struct tstate *t, bool mapped)
 	return NULL;
 }
 
+/* What a target thread is doing, for the fault handler. */
+static __thread const char *volatile doing = "nothing";
+
+/*
+ * A target must never fault: say where and during what, with the VMA
+ * around the address, so that a kernel bug can be told from ours.
+ */
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+	char buf[8192], line[256];
+	unsigned long addr = (unsigned long)si->si_addr;
+	ssize_t n;
+	int fd, l;
+
+	(void)uc;
+	l = snprintf(line, sizeof(line), "VIOLATION (pid %d): target got signal %d (code %d) at %#lx while doing %s; its maps near there:\n",
+		     (int)getpid(), sig, si->si_code, addr, doing);
+	if (write(2, line, l) < 0)
+		_exit(128 + sig);
+	fd = open("/proc/self/maps", O_RDONLY);
+	while (fd >= 0 && (n = read(fd, buf, sizeof(buf) - 1)) > 0) {
+		char *p = buf, *nl;
+
+		buf[n] = 0;
+		while ((nl = strchr(p, '\n'))) {
+			unsigned long s0 = strtoul(p, NULL, 16);
+
+			if (s0 + (64UL << 20) > addr && s0 < addr + (64UL << 20))
+				if (write(2, p, nl + 1 - p) < 0)
+					break;
+			p = nl + 1;
+		}
+	}
+	_exit(128 + sig);
+}
+
+static void catch_faults(void)
+{
+	struct sigaction sa = { .sa_sigaction = on_fault, .sa_flags = SA_SIGINFO };
+
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+}
+
 /* One operation on @t's regions; the fork/exec/exit ones are not here. */
 static void one_op(struct tstate *t)
 {
 	struct region *r;
+	static const char *const names[10] = {
+		"map", "map", "munmap", "mremap", "mprotect", "mlock",
+		"madvise", "madvise", "touch", "touch",
+	};
+	int op = rnd(10);
 
 	count(C_OPS, 1);
-	switch (rnd(10)) {
+	doing = names[op];
+	switch (op) {
 	case 0:
 	case 1:
 		r = pick_region(t, false);
@@ -1368,6 +1431,51 @@ static void setup_tstate(struct tstate *t, struct region *r, int nr, bool files)
 }
 
 /*
+ * While the supervisor reads a paused target: take mmap_lock for writing
+ * over and over without changing any total, so that the reader meets a
+ * queued writer, lets it in and resumes.  mmap and munmap of untouched
+ * pages; mprotect that splits and merges an untouched VMA, and populated
+ * ones that hold no THP (RW <-> RWX: the pages stay as they are).  Until
+ * a byte arrives on @cmd.
+ */
+static void hammer(struct tstate *t, int cmd)
+{
+	char *empty = mmap(NULL, 64 * PS, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct pollfd pfd = { .fd = cmd, .events = POLLIN };
+
+	while (poll(&pfd, 1, 0) == 0) {
+		struct region *r;
+		size_t a, l;
+		void *p;
+
+		switch (rnd(3)) {
+		case 0:
+			l = (1 + rnd(16)) * PS;
+			p = mmap(NULL, l, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (p != MAP_FAILED)
+				munmap(p, l);
+			break;
+		case 1:
+			if (empty != MAP_FAILED)
+				mprotect(empty + rnd(60) * PS, (1 + rnd(4)) * PS,
+					 rnd(2) ? PROT_READ : PROT_READ | PROT_WRITE);
+			break;
+		case 2:
+			r = pick_region(t, true);
+			if (r && !r->thp && r->kind != K_ANON_SHARED &&
+			    r->kind != K_MEMFD_SHARED && subrange(r, &a, &l))
+				mprotect(r->addr + a, l, PROT_READ | PROT_WRITE |
+					 (rnd(2) ? PROT_EXEC : 0));
+			break;
+		}
+		count(C_HAMMER, 1);
+	}
+	if (empty != MAP_FAILED)
+		munmap(empty, 64 * PS);
+}
+
+/*
  * A churning target: main loop.  Commands on @cmd: 'P' pause (reap the
  * children, park the worker, answer 'A' on @ack, wait for 'R'), EOF stop.
  */
@@ -1380,6 +1488,7 @@ static void target_main(int slot, int cmd, int ack, uint64_t seed, bool may_exit
 	bool have_worker = false;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	catch_faults();
 	seed_rng(seed);
 	setup_tstate(&t, regions, 24, true);
 	setup_tstate(&worker_t, wregions, 8, false);
@@ -1406,7 +1515,15 @@ static void target_main(int slot, int cmd, int ack, uint64_t seed, bool may_exit
 				reap_kids(slot, true);
 				if (xwrite(ack, "A", 1))
 					break;
-				c = read_byte(cmd, -1);
+				/* 'H': hammer mmap_lock until 'h'; 'R': resume. */
+				while ((c = read_byte(cmd, -1)) == 'H') {
+					if (xwrite(ack, "A", 1))
+						break;
+					doing = "hammer";
+					hammer(&t, cmd);
+					if (read_byte(cmd, -1) != 'h' || xwrite(ack, "A", 1))
+						break;
+				}
 				if (have_worker)
 					park_worker(false);
 				if (c != 'R')
@@ -1417,6 +1534,7 @@ static void target_main(int slot, int cmd, int ack, uint64_t seed, bool may_exit
 			reap_kids(slot, false);
 		switch (rnd(400)) {
 		case 0 ... 7:
+			doing = "fork";
 			op_fork(&t, slot);
 			break;
 		case 8: {
@@ -1668,7 +1786,7 @@ static ssize_t read_rollup_bytes(pid_t pid, char *buf, size_t size)
  * Check a paused target: rollup == summed smaps, and every pattern gives
  * the same bytes.  false when the target did not hold still.
  */
-static bool check_quiescent(pid_t pid, const char *name)
+static bool check_quiescent(pid_t pid, const char *name, struct rollup *out)
 {
 	static char r1[MAX_OUT], r2[MAX_OUT], buf[1 << 17];
 	struct smaps_sum s;
@@ -1751,7 +1869,70 @@ static bool check_quiescent(pid_t pid, const char *name)
 	if (deferred)
 		violation("%s: %d read pattern(s) gave other bytes than smaps_rollup read whole; the first: %s",
 			  name, deferred, deferred_msg);
+	*out = r;
 	return true;
+}
+
+/*
+ * The paused target hammers mmap_lock (see hammer()); every read meanwhile
+ * must give the same totals as the quiescent one, @ref.  The walk lets the
+ * queued writers in between and within VMAs and resumes where it was: a
+ * VMA skipped or counted twice shows here.
+ */
+static void check_contended(int slot, const char *name, const struct rollup *ref)
+{
+	static char buf[MAX_OUT];
+	pid_t pid = ts[slot].pid;
+	struct rollup r;
+	char why[512];
+	double until;
+	int reads = 0;
+	ssize_t n;
+
+	if (xwrite(ts[slot].cmd, "H", 1) || read_byte(ts[slot].ack, 60000) != 'A')
+		return;
+	defer_mode = true;
+	deferred = 0;
+	until = now() + 2;
+	while ((now() < until || reads < 10) && reads < 300) {
+		char path[64];
+		int fd;
+
+		snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			break;
+		n = read_to_eof(fd, buf, sizeof(buf), pick_chunk());
+		close(fd);
+		if (n < 0)
+			break;
+		reads++;
+		if (parse_rollup(buf, n, &r, why, sizeof(why))) {
+			violation("%s: under mmap_lock contention: %s:\n%.*s", name,
+				  why, (int)n, buf);
+			continue;
+		}
+		for (int f = 0; f < NR_F; f++)
+			if (r.kb[f] != ref->kb[f]) {
+				violation("%s: under mmap_lock contention %s is %llu kB, but %llu kB without it:\n%.*s",
+					  name, label[f], r.kb[f], ref->kb[f], (int)n, buf);
+				break;
+			}
+	}
+	defer_mode = false;
+	count(C_CONTENDED_READS, reads);
+	if (xwrite(ts[slot].cmd, "h", 1) || read_byte(ts[slot].ack, 60000) != 'A')
+		return;
+	/* It counts only if the target still reads as before. */
+	n = read_rollup_bytes(pid, buf, sizeof(buf));
+	if (n < 0 || parse_rollup(buf, n, &r, why, sizeof(why)) ||
+	    memcmp(r.kb, ref->kb, sizeof(r.kb))) {
+		count(C_CP_UNSTABLE, 1);
+		return;
+	}
+	if (deferred)
+		violation("%s: %d of %d reads under mmap_lock contention were wrong; the first: %s",
+			  name, deferred, reads, deferred_msg);
 }
 
 static void checkpoint(void)
@@ -1774,9 +1955,13 @@ static void checkpoint(void)
 		if (!paused[i])
 			continue;
 		snprintf(name, sizeof(name), "target %d (pid %d)", i, ts[i].pid);
+		struct rollup ref;
+
 		count(C_CP_TARGETS, 1);
-		if (!check_quiescent(ts[i].pid, name))
+		if (!check_quiescent(ts[i].pid, name, &ref))
 			count(C_CP_UNSTABLE, 1);
+		else
+			check_contended(i, name, &ref);
 	}
 	for (int i = 0; i < MAX_TARGETS; i++)
 		if (paused[i])
@@ -1827,21 +2012,24 @@ static void print_counts(const char *mode, double secs)
 	if (!strcmp(mode, "stress"))
 		printf("smaps_rollup_stress: seconds %.1f, reads %" PRIu64 ", read calls %" PRIu64
 		       ", operations %" PRIu64 ", checkpoints %" PRIu64 " (%" PRIu64
-		       " targets checked, %" PRIu64 " did not hold still), faults injected %" PRIu64
+		       " targets checked, %" PRIu64 " did not hold still, %" PRIu64
+		       " reads under mmap_lock contention), faults injected %" PRIu64
 		       " (EFAULT), clean errors %" PRIu64 ", violations %" PRIu64 "\n",
 		       secs, counter(C_READS), counter(C_READ_CALLS), counter(C_OPS),
 		       counter(C_CHECKPOINTS), counter(C_CP_TARGETS), counter(C_CP_UNSTABLE),
-		       counter(C_EFAULT),
+		       counter(C_CONTENDED_READS), counter(C_EFAULT),
 		       counter(C_GONE) + counter(C_KTHREAD) + counter(C_ZOMBIE) + counter(C_EFAULT),
 		       counter(C_VIOLATIONS));
 	else
 		printf("smaps_rollup_stress: seconds %.1f, scripts %" PRIu64 ", reads %" PRIu64
 		       ", read calls %" PRIu64 ", faults injected by fail-nth %" PRIu64
 		       ", failed calls %" PRIu64 " (ENOMEM %" PRIu64 ", ENOENT %" PRIu64
-		       "), retries %" PRIu64 ", violations %" PRIu64 "\n",
+		       "; open %" PRIu64 ", read %" PRIu64 ", lseek %" PRIu64 "), retries %" PRIu64
+		       ", violations %" PRIu64 "\n",
 		       secs, counter(C_FI_SCRIPTS), counter(C_READS), counter(C_READ_CALLS),
 		       counter(C_FI_NTH), counter(C_ENOMEM) + counter(C_ENOENT_FI),
-		       counter(C_ENOMEM), counter(C_ENOENT_FI), counter(C_FI_RETRIES),
+		       counter(C_ENOMEM), counter(C_ENOENT_FI), counter(C_FI_OPEN_ERR),
+		       counter(C_FI_READ_ERR), counter(C_FI_SEEK_ERR), counter(C_FI_RETRIES),
 		       counter(C_VIOLATIONS));
 	n = snprintf(line, sizeof(line), "smaps_rollup_stress: %s counters: seconds %.1f", mode, secs);
 	for (int c = 0; c < NR_C; c++)
@@ -2196,6 +2384,8 @@ struct fi {
 static bool fi_clean(struct fi *f, int err, const char *call, bool open_call)
 {
 	f->errors++;
+	count(open_call ? C_FI_OPEN_ERR : strstr(call, "lseek") ? C_FI_SEEK_ERR :
+	      C_FI_READ_ERR, 1);
 	if (err == ENOMEM) {
 		count(C_ENOMEM, 1);
 		return true;
@@ -2520,10 +2710,12 @@ static int faultinject_main(double seconds, int nj, uint64_t seed)
 	}
 	close(nthfd);
 
-	/* 2. Random failures (make-it-fail) from several threads. */
+	/* 2. Random failures (make-it-fail) from several threads, SECONDS long. */
+	if (!quiet)
+		msg("smaps_rollup_stress: random failures for %.0f s, %d threads", seconds, nj);
 	for (int i = 0; i < nj && i < 32; i++) {
 		ft[i] = (struct fi_thread){ .q = q, .nq = 2, .id = i,
-					    .deadline = start + seconds };
+					    .deadline = now() + seconds };
 		if (!pthread_create(&tid[n], NULL, fi_random_thread, &ft[i]))
 			n++;
 	}

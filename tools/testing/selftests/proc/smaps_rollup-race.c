@@ -152,11 +152,14 @@ static void slot_op(struct slot *s, bool thp, unsigned int r)
 			 -1, 0);
 		if (p == MAP_FAILED)
 			break;
+		/*
+		 * On failure leave p alone: mremap(MREMAP_FIXED) unmaps the
+		 * destination before it checks the source, so p may already
+		 * hold another thread's new mapping.
+		 */
 		if (mremap(s->addr, s->len, s->len,
 			   MREMAP_MAYMOVE | MREMAP_FIXED, p) == p)
 			s->addr = p;
-		else
-			munmap(p, s->len);
 		break;
 	}
 }
