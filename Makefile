@@ -1,11 +1,20 @@
 # Entry points; each target is one script under scripts/.
-.PHONY: run test patches check-copies check-series send help
+.PHONY: run test test-debug bench patches check-copies check-series send help
 
 run:			## build the series kernel, boot it, show a sample's rollup
 	@scripts/run
 
 test:			## the whole test job, ending in "N passed, N failed, N skipped"
 	@scripts/run-tests
+
+test-debug:		## the suite, stress and fault injection on the debug kernel
+	@scripts/test-debug
+
+bench:			## benchmarks: stock against series, smaps against rollup
+	@scripts/bench
+
+send:			## git send-email dry run of patches/ (see scripts/send)
+	@scripts/send
 
 patches:		## regenerate patches/ (and the copies) from branch dev of the kernel tree
 	@scripts/make-patches

@@ -1152,10 +1152,14 @@ static void op_mremap(struct tstate *t, struct region *r)
 		if (dst == MAP_FAILED)
 			return;
 		n = mremap(r->addr, r->len, r->len, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
-		if (n == MAP_FAILED) {
-			munmap(dst, r->len);
+		/*
+		 * On failure leave dst alone: mremap(MREMAP_FIXED) unmaps the
+		 * destination before it checks the source (which fails when
+		 * it spans several VMAs), so dst may hold the other thread's
+		 * new mapping by now.
+		 */
+		if (n == MAP_FAILED)
 			return;
-		}
 		r->addr = n;
 		count(C_MREMAP, 1);
 		return;
