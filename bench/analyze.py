@@ -489,14 +489,13 @@ if worst:
       + ("" if not over else "; over 1.05 at " + ", ".join(
           f"{r['vmas']}/{r['rss']} MiB ({r['r34']:.3f}, rounds "
           + "/".join(f"{r['r34_round'][rd]:.3f}" for rd in rounds) + ")" for r in over))
-      + ". Speed-normalised (rollup ÷ maps per boot): " + ", ".join(
-          f"{r['vmas']}/{r['rss']} MiB {r['r34n']:.2f} ("
-          + "/".join(f"{r['r34n_round'][rd]:.2f}" for rd in sorted(r["r34n_round"])) + ")"
-          for r in rows)
       + ". Fastest read against fastest read: " + ", ".join(
           f"{r['vmas']}/{r['rss']} MiB {r['r34min']:.2f}" for r in rows)
-      + ". Unchanged code as a control, /proc/PID/maps series/stock: " + ", ".join(
-          f"{r['maps_ratio']:.2f}" for r in rows) + ".")
+      + ". Least squares: " + ", ".join(
+          f"{x['kern']} {x['vma_us']:.2f} µs per VMA and {x['gib_ms']:.1f} ms per GiB"
+          for x in fits if x["meth"] == "rollup" and x["kern"] in KERNELS)
+      + ". Unchanged code as a noise control, /proc/PID/maps series/stock (pooled): "
+      + ", ".join(f"{r['maps_ratio']:.2f}" for r in rows) + ".")
 for vm, rs in stall_sizes:
     parts, bad = [], False
     for c in ("rollup:1", "rollup:2"):
@@ -519,15 +518,15 @@ w("")
 
 w("## Cost per read (medians, ms; TCG guest)\n")
 w("| VMAs | RSS MiB | 1. smaps+C | 2. awk | 3. series rollup | 4. stock rollup | 5. status | "
-  "1/3 | 2/3 | 3/4 | 3/4 per round | 3/4 speed-normalised | 3/4 fastest reads | 3/5 | host 1/3 | host 2/3 |")
-w("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|")
+  "1/3 | 2/3 | 3/4 | 3/4 per round | 3/4 fastest reads | 3/5 | host 1/3 | host 2/3 |")
+w("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|")
 for r in rows:
     h = r["host"]
     w(f"| {r['nvmas']} | {r['rss_mib']:.0f} | {fmt(r['smaps'])} | {fmt(r['awk'])} | "
       f"{fmt(r['ser'], 3)} | {fmt(r['sto'], 3)} | {fmt(r['status'], 3)} | "
       f"{r['r13']:.1f} | {r['r23']:.1f} | {r['r34']:.3f} | "
       + " / ".join(f"{r['r34_round'][rd]:.3f}" for rd in rounds)
-      + f" | {fmt(r['r34n'], 3)} | {r['r34min']:.3f} | {r['r35']:.0f} | {fmt(h['smaps'] / h['rollup'], 1)} | {fmt(h['awk'] / h['rollup'], 1)} |")
+      + f" | {r['r34min']:.3f} | {r['r35']:.0f} | {fmt(h['smaps'] / h['rollup'], 1)} | {fmt(h['awk'] / h['rollup'], 1)} |")
 w("")
 w("p90 (ms), same cells:\n")
 w("| VMAs | RSS MiB | 1. smaps+C | 2. awk | 3. series rollup | 4. stock rollup | 5. status | reads (1/2/3/4/5) |")
@@ -540,13 +539,12 @@ w("")
 w("Ratios: 1/3 = smaps + C parser over series rollup, 2/3 = awk over series rollup, "
   "3/4 = series rollup over stock rollup (below 1: series faster), 3/5 = series rollup "
   "over status. 3/4 per round: the median ratio of each stock/series boot pair; it "
-  "swings with how fast each boot ran on the shared host. 3/4 speed-normalised: per "
-  "round, series (rollup ÷ maps) over stock (rollup ÷ maps), where maps is a "
-  "/proc/PID/maps read of the same target interleaved with the rollup reads (code the "
-  "series does not change), geometric mean over the rounds; it divides out each "
-  "boot's speed (series/stock for maps alone is in cost.csv and in the bar text). "
-  "3/4 fastest reads: the fastest series read over the fastest stock read, the "
-  "estimate least touched by host preemption of the vCPU threads. "
+  "swings with how fast each boot ran on the shared host. 3/4 fastest reads: the "
+  "fastest series read over the fastest stock read, the estimate least touched by "
+  "host preemption of the vCPU threads. cost.csv also has a ratio normalised by a "
+  "/proc/PID/maps read of the same target in the same boot (code the series does not "
+  "change); it turned out too noisy to use (maps alone swings 0.2-1.9x series/stock "
+  "between boots). "
   "VMAs and RSS are as measured in the target. Files: cost.csv (per cell), "
   "cost-long.csv (every kernel and method), cost-samples.csv (every read).\n")
 w("![cost against VMAs](cost-vs-vmas.png)\n")
