@@ -426,7 +426,7 @@ w("**Every timing here was taken in a QEMU guest under TCG** (binary translation
   "not hardware times: **only ratios measured in the same guest are meaningful**, "
   "and even they are distorted (see Caveats). The host-kernel reference column "
   "was measured natively on the host's own kernel for comparison.\n")
-w("Reproduce: `make bench` (= `scripts/bench`, about 20 min with 4 rounds under a loaded host), or "
+w("Reproduce: `make bench` (= `scripts/bench`, 20-25 min with 4 rounds on a loaded 2-core host), or "
   "`QUICK=1 scripts/bench` for a reduced smoke run (results in build/bench-quick). "
   "The CSVs and plots in this directory come from that command; the raw per-boot "
   "output stays in build/scratch/bench/RUN.\n")
