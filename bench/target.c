@@ -12,7 +12,10 @@
  * MADV_NOHUGEPAGE: every resident page is a 4 KiB PTE, the page-walk
  * worst case. When there are more mappings than resident pages, the
  * remaining mappings stay empty (like the unused library mappings of a
- * real process).
+ * real process). With RSS_MIB written with an "h" suffix (512h), the
+ * anonymous half is one mapping instead, a heap as in Redis or a JVM, and
+ * the other anonymous mappings keep one page each: the page walk then
+ * spends half its time in one VMA.
  *
  * Then it prints "ready PID NVMAS RSS_KB" on stdout and obeys lines on
  * stdin:
@@ -23,6 +26,7 @@
  * and exits 0 at EOF.
  */
 #include "common.h"
+#include <stdbool.h>
 #include <sys/mman.h>
 
 #define PAGE 4096ul
@@ -50,7 +54,7 @@ struct kind {
 	long budget;	/* resident pages to fault in */
 };
 
-static void layout(long vmas, long rss_mib, const char *file)
+static void layout(long vmas, long rss_mib, bool heap, const char *file)
 {
 	long total_pages = rss_mib * (1024 * 1024 / PAGE);
 	struct kind k[3] = {
@@ -70,10 +74,12 @@ static void layout(long vmas, long rss_mib, const char *file)
 	k[0].vmas = n - k[1].vmas - k[2].vmas;
 	for (int i = 0; i < 3; i++) {
 		k[i].pages = (k[i].budget + k[i].vmas - 1) / k[i].vmas;
-		if (k[i].pages < 1)
+		if (k[i].pages < 1 || (heap && i == 0))
 			k[i].pages = 1;
 		span += k[i].vmas * (k[i].pages + 1);
 	}
+	if (heap)
+		span += k[0].budget;
 
 	memfd = memfd_create("bench-shmem", MFD_CLOEXEC);
 	if (memfd < 0 || ftruncate(memfd, (off_t)(k[2].vmas * k[2].pages * PAGE)))
@@ -92,6 +98,9 @@ static void layout(long vmas, long rss_mib, const char *file)
 
 		for (long j = 0; j < k[i].vmas; j++) {
 			size_t len = (size_t)k[i].pages * PAGE;
+
+			if (heap && i == 0 && j == 0)
+				len += (size_t)k[0].budget * PAGE;
 			off_t off = (off_t)(j * k[i].pages * PAGE);
 			void *m;
 
@@ -109,7 +118,7 @@ static void layout(long vmas, long rss_mib, const char *file)
 			}
 			if (m == MAP_FAILED)
 				die("mmap %s #%ld", k[i].name, j);
-			for (long pg = 0; pg < k[i].pages && left > 0; pg++, left--) {
+			for (long pg = 0; pg < (long)(len / PAGE) && left > 0; pg++, left--) {
 				volatile char *c = p + pg * PAGE;
 
 				if (i == 1)
@@ -186,7 +195,8 @@ int main(int argc, char **argv)
 
 	if (argc != 4)
 		die("usage: bench-target VMAS RSS_MIB FILE");
-	layout(atol(argv[1]), atol(argv[2]), argv[3]);
+	layout(atol(argv[1]), atol(argv[2]),
+	       argv[2][0] && argv[2][strlen(argv[2]) - 1] == 'h', argv[3]);
 	snprintf(self, sizeof(self), "/proc/%d/smaps_rollup", getpid());
 	if (sum_file(self, &t)) {
 		long long kb;

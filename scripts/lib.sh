@@ -43,3 +43,26 @@ checkpatch_args() {
 	done <"$REPO/series/checkpatch-accepted"
 	echo "--strict --no-tree --terse${ignore:+ --ignore $ignore}"
 }
+
+# selftest_make DIR ARG...: make in a kselftest directory, silently.
+# OUTPUT is passed explicitly: lib.mk sets it only when make runs at
+# MAKELEVEL 0, so under `make test` the programs would be written to, and
+# later found in, / (stale ones from an earlier run included).
+selftest_make() {
+	local dir=$1
+	shift
+	make -s -C "$dir" OUTPUT="$dir" "$@"
+}
+
+# What a kernel log must not show: the start of every report the kernel
+# prints for a bug, a sanitizer finding, a lock problem, a leak or a stall.
+# vm-run fails a run whose console shows one; test-debug also scans the
+# guest's dmesg.
+KERNEL_REPORTS=('BUG:' 'kernel BUG at' 'WARNING:' 'Call Trace:' 'Oops'
+	'general protection fault' 'Kernel panic' 'KASAN' 'UBSAN'
+	'possible circular locking' 'possible recursive locking'
+	'inconsistent lock state' 'DEBUG_LOCKS_WARN_ON' 'INFO: '
+	'new suspected memory leak' 'unreferenced object' 'hung_task'
+	'blocked for more than' 'self-detected stall' 'RCU stall'
+	'Bad page' 'Bad rss-counter' 'refcount_t:' 'list_add corruption'
+	'list_del corruption' 'printk messages dropped')
