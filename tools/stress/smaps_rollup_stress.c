@@ -118,185 +118,45 @@
 #define TARGET_CAP_KB	(1ULL << 20)	/* 1 GiB: far more than a target maps */
 #define SHARED_FD	900		/* the fd all threads of a reader share */
 
-/* ---- the format ---------------------------------------------------------- */
+/* ---- the format: shared with the selftests ----------------------------- */
 
-enum field {
-	F_RSS, F_PSS, F_PSS_DIRTY, F_PSS_ANON, F_PSS_FILE, F_PSS_SHMEM,
-	F_SHARED_CLEAN, F_SHARED_DIRTY, F_PRIVATE_CLEAN, F_PRIVATE_DIRTY,
-	F_REFERENCED, F_ANONYMOUS, F_KSM, F_LAZYFREE, F_ANON_HUGE,
-	F_SHMEM_PMD, F_FILE_PMD, F_SHARED_HUGETLB, F_PRIVATE_HUGETLB,
-	F_SWAP, F_SWAP_PSS, F_LOCKED, NR_F
-};
-
-static const char *const label[NR_F] = {
-	"Rss:", "Pss:", "Pss_Dirty:", "Pss_Anon:", "Pss_File:", "Pss_Shmem:",
-	"Shared_Clean:", "Shared_Dirty:", "Private_Clean:", "Private_Dirty:",
-	"Referenced:", "Anonymous:", "KSM:", "LazyFree:", "AnonHugePages:",
-	"ShmemPmdMapped:", "FilePmdMapped:", "Shared_Hugetlb:",
-	"Private_Hugetlb:", "Swap:", "SwapPss:", "Locked:",
-};
-
-static bool in_smaps(int f)
-{
-	return f != F_PSS_ANON && f != F_PSS_FILE && f != F_PSS_SHMEM;
-}
-
-struct rollup {
-	unsigned long start, end;
-	unsigned long long kb[NR_F];
-};
-
-static int render_header(char *buf, size_t size, unsigned long s, unsigned long e)
-{
-	int pad = 25 + 6 * sizeof(void *) - 1, n;
-
-	n = snprintf(buf, size, "%08lx-%08lx ---p 00000000 00:00 0 ", s, e);
-	while (n < pad && (size_t)n + 1 < size)
-		buf[n++] = ' ';
-	return n + snprintf(buf + n, size - n, " [rollup]\n");
-}
-
-static int render_field(char *buf, size_t size, int f, unsigned long long kb)
-{
-	if (f == F_PRIVATE_HUGETLB)
-		return snprintf(buf, size, "%s %7llu kB\n", label[f], kb);
-	return snprintf(buf, size, "%-16s%8llu kB\n", label[f], kb);
-}
-
-static unsigned long long parse_num(const char **pp, const char *end, int base)
-{
-	unsigned long long v = 0;
-	const char *p = *pp;
-	int d;
-
-	for (; p < end; p++) {
-		if (*p >= '0' && *p <= '9')
-			d = *p - '0';
-		else if (base == 16 && *p >= 'a' && *p <= 'f')
-			d = *p - 'a' + 10;
-		else
-			break;
-		v = v * base + d;
-	}
-	*pp = p;
-	return v;
-}
-
-/* Parse a whole smaps_rollup; it must be byte for byte stock's format. */
-static int parse_rollup(const char *buf, size_t len, struct rollup *r,
-			char *why, size_t wsz)
-{
-	const char *p = buf, *end = buf + len, *nl, *q;
-	char want[256];
-	int f, n;
-
-	memset(r, 0, sizeof(*r));
-	if (memchr(buf, '\t', len) || memchr(buf, '\0', len)) {
-		snprintf(why, wsz, "a tab or NUL in the output");
-		return -1;
-	}
-	nl = memchr(p, '\n', end - p);
-	if (!nl) {
-		snprintf(why, wsz, "no complete header line (%zu bytes)", len);
-		return -1;
-	}
-	q = p;
-	r->start = parse_num(&q, nl, 16);
-	if (q < nl && *q == '-') {
-		q++;
-		r->end = parse_num(&q, nl, 16);
-	}
-	n = render_header(want, sizeof(want), r->start, r->end);
-	if (n != nl + 1 - p || memcmp(want, p, n)) {
-		snprintf(why, wsz, "bad header '%.*s'", (int)(nl - p), p);
-		return -1;
-	}
-	p = nl + 1;
-	for (f = 0; f < NR_F; f++) {
-		nl = memchr(p, '\n', end - p);
-		if (!nl) {
-			snprintf(why, wsz, "output ends before %s", label[f]);
-			return -1;
-		}
-		q = p + strlen(label[f]);
-		if (q > nl || memcmp(p, label[f], q - p)) {
-			snprintf(why, wsz, "line %d is '%.*s', expected %s",
-				 f + 2, (int)(nl - p), p, label[f]);
-			return -1;
-		}
-		while (q < nl && *q == ' ')
-			q++;
-		r->kb[f] = parse_num(&q, nl, 10);
-		n = render_field(want, sizeof(want), f, r->kb[f]);
-		if (n != nl + 1 - p || memcmp(want, p, n)) {
-			snprintf(why, wsz, "line %d is '%.*s'", f + 2,
-				 (int)(nl - p), p);
-			return -1;
-		}
-		p = nl + 1;
-	}
-	if (p != end) {
-		snprintf(why, wsz, "%zu bytes after Locked:", (size_t)(end - p));
-		return -1;
-	}
-	return 0;
-}
+#include "../testing/selftests/proc/smaps_rollup_format.h"
 
 /*
  * What holds for every single pass, however the target changes meanwhile
  * (each page is added to all of its fields at once), and the bounds.
  */
-static int check_rollup(const struct rollup *r, unsigned long long cap_kb,
+static int check_rollup(const struct sr_rollup *r, unsigned long long cap_kb,
 			char *why, size_t wsz)
 {
-	const unsigned long long *k = r->kb;
-	unsigned long long pss3 = k[F_PSS_ANON] + k[F_PSS_FILE] + k[F_PSS_SHMEM];
-	const char *b = NULL;
 	int f;
 
-	for (f = 0; f < NR_F; f++)
-		if (k[f] > cap_kb) {
+	for (f = 0; f < SR_NR_FIELDS; f++)
+		if (r->kb[f] > cap_kb) {
 			snprintf(why, wsz, "%s %llu kB is above the bound %llu kB",
-				 label[f], k[f], cap_kb);
+				 sr_label[f], r->kb[f], cap_kb);
 			return -1;
 		}
-	if (k[F_SHARED_CLEAN] + k[F_SHARED_DIRTY] + k[F_PRIVATE_CLEAN] +
-	    k[F_PRIVATE_DIRTY] != k[F_RSS])
-		b = "Shared_Clean + Shared_Dirty + Private_Clean + Private_Dirty == Rss";
-	else if (pss3 > k[F_PSS] || pss3 + 2 < k[F_PSS])
-		b = "Pss - 2 <= Pss_Anon + Pss_File + Pss_Shmem <= Pss";
-	else if (k[F_PSS] > k[F_RSS])
-		b = "Pss <= Rss";
-	else if (k[F_PSS_DIRTY] > k[F_PSS])
-		b = "Pss_Dirty <= Pss";
-	else if (k[F_PSS_DIRTY] > k[F_SHARED_DIRTY] + k[F_PRIVATE_DIRTY])
-		b = "Pss_Dirty <= Shared_Dirty + Private_Dirty";
-	else if (k[F_LOCKED] > k[F_PSS])
-		b = "Locked <= Pss";
-	else if (k[F_ANONYMOUS] > k[F_RSS])
-		b = "Anonymous <= Rss";
-	else if (k[F_PSS_ANON] > k[F_ANONYMOUS])
-		b = "Pss_Anon <= Anonymous";
-	else if (k[F_REFERENCED] > k[F_RSS])
-		b = "Referenced <= Rss";
-	else if (k[F_KSM] > k[F_ANONYMOUS])
-		b = "KSM <= Anonymous";
-	else if (k[F_LAZYFREE] > k[F_ANONYMOUS])
-		b = "LazyFree <= Anonymous";
-	else if (k[F_ANON_HUGE] > k[F_ANONYMOUS])
-		b = "AnonHugePages <= Anonymous";
-	else if (k[F_SHMEM_PMD] + k[F_FILE_PMD] > k[F_RSS] - k[F_ANONYMOUS])
-		b = "ShmemPmdMapped + FilePmdMapped <= Rss - Anonymous";
-	else if (k[F_SWAP_PSS] > k[F_SWAP])
-		b = "SwapPss <= Swap";
-	else if (r->start > r->end || ((r->start | r->end) & (PS - 1)))
-		b = "start <= end, page aligned";
-	else if (r->end > (1UL << 57))
-		b = "end within the user address space";
-	if (!b)
-		return 0;
-	snprintf(why, wsz, "violates %s", b);
-	return -1;
+	if (sr_rollup_consistent(r)) {
+		snprintf(why, wsz, "%s", sr_error);
+		return -1;
+	}
+	if (r->end > (1UL << 57)) {
+		snprintf(why, wsz, "end %lx beyond the user address space", r->end);
+		return -1;
+	}
+	return 0;
+}
+
+/* Parse a whole smaps_rollup (stock's format, byte for byte) and check it. */
+static int parse_check_rollup(const char *buf, size_t len, struct sr_rollup *r,
+			      unsigned long long cap_kb, char *why, size_t wsz)
+{
+	if (sr_parse_rollup(buf, len, r)) {
+		snprintf(why, wsz, "%s", sr_error);
+		return -1;
+	}
+	return check_rollup(r, cap_kb, why, wsz);
 }
 
 /* ---- shared state and counters ------------------------------------------ */
@@ -596,7 +456,7 @@ struct expect {
 static bool check_pass(const struct expect *e, const char *buf, size_t len,
 		       const char *how)
 {
-	struct rollup r;
+	struct sr_rollup r;
 	char why[512];
 
 	count(C_READS, 1);
@@ -610,8 +470,7 @@ static bool check_pass(const struct expect *e, const char *buf, size_t len,
 			  (int)e->reflen, e->ref);
 		return false;
 	}
-	if (!parse_rollup(buf, len, &r, why, sizeof(why)) &&
-	    !check_rollup(&r, e->cap_kb, why, sizeof(why)))
+	if (!parse_check_rollup(buf, len, &r, e->cap_kb, why, sizeof(why)))
 		return true;
 	violation("%s: %s: %s:\n%.*s", e->what, how, why, (int)len, buf);
 	return false;
@@ -841,111 +700,10 @@ static int run_pattern(int fd, int pat, const struct expect *e, char *buf,
 
 /* ---- summing smaps ------------------------------------------------------- */
 
-struct smaps_sum {
-	unsigned long long kb[NR_F];
-	unsigned long start, end, nr_vmas, nr_pss_shared, nr_swap_shared;
-};
-
-struct smaps_vma {
-	unsigned long long kb[NR_F];
-	unsigned long start, end;
-	bool gate, open;
-};
-
-static bool vma_header(const char *line, const char *eol, unsigned long *s,
-		       unsigned long *e)
+static int sum_smaps(pid_t pid, struct sr_smaps *s)
 {
-	const char *q = line;
-
-	*s = parse_num(&q, eol, 16);
-	if (q == line || q >= eol || *q != '-')
-		return false;
-	line = ++q;
-	*e = parse_num(&q, eol, 16);
-	return q != line && q < eol && *q == ' ';
-}
-
-static void close_vma(struct smaps_sum *s, struct smaps_vma *v)
-{
-	if (!v->open || v->gate)
-		return;
-	if (!s->nr_vmas++)
-		s->start = v->start;
-	s->end = v->end;
-	for (int f = 0; f < NR_F; f++)
-		s->kb[f] += v->kb[f];
-	if (v->kb[F_PSS] < v->kb[F_RSS])
-		s->nr_pss_shared++;
-	if (v->kb[F_SWAP_PSS] < v->kb[F_SWAP])
-		s->nr_swap_shared++;
-}
-
-static void smaps_line(struct smaps_sum *s, struct smaps_vma *v,
-		       const char *line, const char *eol)
-{
-	unsigned long a, b;
-
-	if (vma_header(line, eol, &a, &b)) {
-		close_vma(s, v);
-		memset(v, 0, sizeof(*v));
-		v->open = true;
-		v->start = a;
-		v->end = b;
-		v->gate = eol - line > 11 && !memcmp(eol - 11, " [vsyscall]", 11);
-		return;
-	}
-	for (int f = 0; f < NR_F; f++) {
-		size_t l = strlen(label[f]);
-		const char *q = line + l;
-
-		if ((size_t)(eol - line) <= l || memcmp(line, label[f], l))
-			continue;
-		while (q < eol && *q == ' ')
-			q++;
-		v->kb[f] = parse_num(&q, eol, 10);
-		return;
-	}
-}
-
-static int sum_smaps(pid_t pid, struct smaps_sum *s)
-{
-	const size_t size = 1 << 16;
-	struct smaps_vma v = {};
-	size_t len = 0;
-	char path[64], *buf;
-	int fd, ret = 0;
-
-	memset(s, 0, sizeof(*s));
-	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	buf = malloc(size);
-	if (!buf)
-		die("malloc");
 	count(C_SMAPS, 1);
-	for (;;) {
-		ssize_t n = read(fd, buf + len, size - len);
-		char *line = buf, *nl;
-
-		if (n < 0) {
-			ret = -errno;
-			break;
-		}
-		len += n;
-		while ((nl = memchr(line, '\n', buf + len - line))) {
-			smaps_line(s, &v, line, nl);
-			line = nl + 1;
-		}
-		len = buf + len - line;
-		memmove(buf, line, len);
-		if (!n || len == size)
-			break;
-	}
-	close_vma(s, &v);
-	close(fd);
-	free(buf);
-	return ret;
+	return sr_sum_smaps(pid, s);
 }
 
 static ssize_t read_path(const char *path, char *buf, size_t size)
@@ -1665,7 +1423,7 @@ static void *reader_thread(void *arg)
 			continue;
 		} else {
 			/* smaps itself, for more mmap_lock readers */
-			struct smaps_sum s;
+			struct sr_smaps s;
 
 			sum_smaps(pid, &s);
 			continue;
@@ -1790,11 +1548,11 @@ static ssize_t read_rollup_bytes(pid_t pid, char *buf, size_t size)
  * Check a paused target: rollup == summed smaps, and every pattern gives
  * the same bytes.  false when the target did not hold still.
  */
-static bool check_quiescent(pid_t pid, const char *name, struct rollup *out)
+static bool check_quiescent(pid_t pid, const char *name, struct sr_rollup *out)
 {
 	static char r1[MAX_OUT], r2[MAX_OUT], buf[1 << 17];
-	struct smaps_sum s;
-	struct rollup r;
+	struct sr_smaps s;
+	struct sr_rollup r;
 	struct guard g;
 	char why[512], path[96];
 	ssize_t n1 = -1, n2 = -1;
@@ -1813,24 +1571,19 @@ static bool check_quiescent(pid_t pid, const char *name, struct rollup *out)
 	if (i == 20)
 		return false;
 	count(C_CP_COMPARES, 1);
-	if (parse_rollup(r1, n1, &r, why, sizeof(why)) ||
-	    check_rollup(&r, TARGET_CAP_KB, why, sizeof(why))) {
+	if (parse_check_rollup(r1, n1, &r, TARGET_CAP_KB, why, sizeof(why))) {
 		violation("%s: %s:\n%.*s", name, why, (int)n1, r1);
 		return true;
 	}
-	for (int f = 0; f < NR_F; f++) {
-		unsigned long long slack = 0;
+	for (int f = 0; f < SR_NR_FIELDS; f++) {
+		unsigned long long slack = sr_smaps_slack(&s, f);
 
-		if (!in_smaps(f))
+		if (!sr_field_in_smaps(f))
 			continue;
-		if (f == F_PSS || f == F_PSS_DIRTY || f == F_LOCKED)
-			slack = s.nr_pss_shared ? s.nr_pss_shared - 1 : 0;
-		if (f == F_SWAP_PSS)
-			slack = s.nr_swap_shared ? s.nr_swap_shared - 1 : 0;
 		if (r.kb[f] < s.kb[f] || r.kb[f] - s.kb[f] > slack)
 			violation("%s: %s is %llu kB in smaps_rollup but %llu kB summed over smaps "
 				  "(%lu VMAs; rounding allows 0..%llu kB more):\n%.*s",
-				  name, label[f], r.kb[f], s.kb[f], s.nr_vmas, slack,
+				  name, sr_label[f], r.kb[f], s.kb[f], s.nr_vmas, slack,
 				  (int)n1, r1);
 	}
 	if (r.start != s.start || r.end != s.end)
@@ -1883,12 +1636,11 @@ static bool check_quiescent(pid_t pid, const char *name, struct rollup *out)
  * queued writers in between and within VMAs and resumes where it was: a
  * VMA skipped or counted twice shows here.
  */
-static void check_contended(int slot, const char *name, const struct rollup *ref)
+static void check_contended(int slot, const char *name, const struct sr_rollup *ref)
 {
 	static char buf[MAX_OUT];
 	pid_t pid = ts[slot].pid;
-	struct rollup r;
-	char why[512];
+	struct sr_rollup r;
 	double until;
 	int reads = 0;
 	ssize_t n;
@@ -1911,15 +1663,15 @@ static void check_contended(int slot, const char *name, const struct rollup *ref
 		if (n < 0)
 			break;
 		reads++;
-		if (parse_rollup(buf, n, &r, why, sizeof(why))) {
+		if (sr_parse_rollup(buf, n, &r)) {
 			violation("%s: under mmap_lock contention: %s:\n%.*s", name,
-				  why, (int)n, buf);
+				  sr_error, (int)n, buf);
 			continue;
 		}
-		for (int f = 0; f < NR_F; f++)
+		for (int f = 0; f < SR_NR_FIELDS; f++)
 			if (r.kb[f] != ref->kb[f]) {
 				violation("%s: under mmap_lock contention %s is %llu kB, but %llu kB without it:\n%.*s",
-					  name, label[f], r.kb[f], ref->kb[f], (int)n, buf);
+					  name, sr_label[f], r.kb[f], ref->kb[f], (int)n, buf);
 				break;
 			}
 	}
@@ -1929,7 +1681,7 @@ static void check_contended(int slot, const char *name, const struct rollup *ref
 		return;
 	/* It counts only if the target still reads as before. */
 	n = read_rollup_bytes(pid, buf, sizeof(buf));
-	if (n < 0 || parse_rollup(buf, n, &r, why, sizeof(why)) ||
+	if (n < 0 || sr_parse_rollup(buf, n, &r) ||
 	    memcmp(r.kb, ref->kb, sizeof(r.kb))) {
 		count(C_CP_UNSTABLE, 1);
 		return;
@@ -1959,7 +1711,7 @@ static void checkpoint(void)
 		if (!paused[i])
 			continue;
 		snprintf(name, sizeof(name), "target %d (pid %d)", i, ts[i].pid);
-		struct rollup ref;
+		struct sr_rollup ref;
 
 		count(C_CP_TARGETS, 1);
 		if (!check_quiescent(ts[i].pid, name, &ref))
@@ -2251,7 +2003,7 @@ static void quiet_target_main(int cmd, int ack)
 			unsigned long s, e;
 			char *eol = strchr(line, '\n');
 
-			if (!eol || !vma_header(line, eol, &s, &e))
+			if (!eol || !sr_is_vma_header(line, eol, &s, &e))
 				break;
 			if (memmem(line, eol - line, "[vdso]", 6) ||
 			    memmem(line, eol - line, "[vvar", 5))
