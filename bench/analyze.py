@@ -344,6 +344,14 @@ def size_label(vm, rs):
     return f"{vm} VMAs, {mib} MiB resident, spread over the VMAs"
 
 
+def stall_pairs(vm, rs):
+    """Per rollup condition: it, stock and series, and the status control."""
+    for c in ("rollup:1", "rollup:2"):
+        ctl = "status" + c[-2:]
+        yield (c, stall_get("stock", vm, rs, c), stall_get("series", vm, rs, c),
+               stall_get("stock", vm, rs, ctl), stall_get("series", vm, rs, ctl))
+
+
 stall_sizes = sorted({(s["vmas"], s["rss"]) for s in stall},
                      key=lambda x: (x[0], rss_key(x[1])))
 
@@ -513,9 +521,7 @@ if worst:
       + ", ".join(f"{r['maps_ratio']:.2f}" for r in rows) + ".")
 for vm, rs in stall_sizes:
     parts, bad = [], False
-    for c in ("rollup:1", "rollup:2"):
-        a, b = stall_get("stock", vm, rs, c), stall_get("series", vm, rs, c)
-        ca, cb = stall_get("stock", vm, rs, "status" + c[-2:]), stall_get("series", vm, rs, "status" + c[-2:])
+    for c, a, b, ca, cb in stall_pairs(vm, rs):
         if a and b:
             bad |= b["p99"] > a["p99"]
 
@@ -531,9 +537,7 @@ for vm, rs in stall_sizes:
       f"({size_label(vm, rs)}): {'MISSED' if bad else 'met'}: " + "; ".join(parts) + ".")
 for vm, rs in stall_sizes:
     parts, met = [], True
-    for c in ("rollup:1", "rollup:2"):
-        a, b = stall_get("stock", vm, rs, c), stall_get("series", vm, rs, c)
-        ca, cb = stall_get("stock", vm, rs, "status" + c[-2:]), stall_get("series", vm, rs, "status" + c[-2:])
+    for c, a, b, ca, cb in stall_pairs(vm, rs):
         if a and b:
             met &= a["p99"] >= 10 * b["p99"]
             part = (f"{c[-1]} reader(s): stock p99 {a['p99'] / 1e3:.2f} ms / series "
