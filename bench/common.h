@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -226,6 +228,55 @@ static inline void write_all(int fd, const void *p, size_t n)
 		c += w;
 		n -= (size_t)w;
 	}
+}
+
+/* A running bench-target: commands go to @in, its lines come from @out. */
+struct target {
+	pid_t child;
+	int pid;		/* as its "ready" line says */
+	long nvmas;
+	long long rss_kb;
+	int in, out;
+};
+
+/*
+ * Start DIR/bench-target VMAS RSS_MIB FILE (@args[0..2]) with a pipe each
+ * way, and wait for its "ready PID NVMAS RSS_KB" line.
+ */
+static inline void target_start(struct target *t, const char *dir, char **args)
+{
+	char tgt[4200], line[256];
+	int to[2], from[2];
+
+	snprintf(tgt, sizeof(tgt), "%s/bench-target", dir);
+	if (pipe2(to, O_CLOEXEC) || pipe2(from, O_CLOEXEC))
+		die("pipe");
+	t->child = fork();
+	if (t->child < 0)
+		die("fork");
+	if (t->child == 0) {
+		dup2(to[0], 0);
+		dup2(from[1], 1);
+		execl(tgt, "bench-target", args[0], args[1], args[2], (char *)NULL);
+		die("exec %s", tgt);
+	}
+	close(to[0]);
+	close(from[1]);
+	t->in = to[1];
+	t->out = from[0];
+	if (read_line(t->out, line, sizeof(line)) <= 0 ||
+	    sscanf(line, "ready %d %ld %lld", &t->pid, &t->nvmas, &t->rss_kb) != 3)
+		die("the target did not get ready");
+}
+
+/* EOF on its stdin: the target exits; it must exit 0. */
+static inline void target_stop(struct target *t)
+{
+	int st;
+
+	close(t->in);
+	if (waitpid(t->child, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+		die("the target failed");
 }
 
 #endif

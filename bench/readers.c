@@ -137,13 +137,9 @@ static char self_dir[4096];
 
 static int cost(int argc, char **argv)
 {
-	int nm = argc - 7, to[2], from[2], st;
+	int nm = argc - 7;
 	long min, max, budget_ms;
-	char line[256], tgt[4200];
-	int tpid = 0;
-	long nvmas = 0;
-	long long rss_kb = 0;
-	pid_t child;
+	struct target t;
 
 	if (nm < 1)
 		die("usage: bench-read cost VMAS RSS_MIB FILE MIN MAX BUDGET_MS METHOD...");
@@ -167,24 +163,7 @@ static int cost(int argc, char **argv)
 			die("unknown method %s", meth[i]);
 	}
 
-	/* the target, with a pipe each way */
-	snprintf(tgt, sizeof(tgt), "%s/bench-target", self_dir);
-	if (pipe2(to, O_CLOEXEC) || pipe2(from, O_CLOEXEC))
-		die("pipe");
-	child = fork();
-	if (child < 0)
-		die("fork");
-	if (child == 0) {
-		dup2(to[0], 0);
-		dup2(from[1], 1);
-		execl(tgt, "bench-target", argv[1], argv[2], argv[3], (char *)NULL);
-		die("exec %s", tgt);
-	}
-	close(to[0]);
-	close(from[1]);
-	if (read_line(from[0], line, sizeof(line)) <= 0 ||
-	    sscanf(line, "ready %d %ld %lld", &tpid, &nvmas, &rss_kb) != 3)
-		die("the target did not get ready");
+	target_start(&t, self_dir, argv + 1);
 
 	{
 		long n[nm];
@@ -193,14 +172,14 @@ static int cost(int argc, char **argv)
 
 		memset(n, 0, sizeof(n));
 		memset(spent, 0, sizeof(spent));
-		print_fields(argv, tpid, nvmas, rss_kb);
+		print_fields(argv, t.pid, t.nvmas, t.rss_kb);
 		/* one untimed read of the cheap ones: warm their paths */
 		for (int m = 0; m < nm; m++) {
 			long long pss;
 
 			if (!strcmp(meth[m], "smaps") || !strcmp(meth[m], "awk"))
 				continue;
-			if (read_one(meth[m], tpid, &pss))
+			if (read_one(meth[m], t.pid, &pss))
 				die("%s of the target failed", meth[m]);
 		}
 		while (active) {
@@ -214,21 +193,19 @@ static int cost(int argc, char **argv)
 					continue;
 				active = 1;
 				t0 = now_ns();
-				if (read_one(meth[m], tpid, &pss))
+				if (read_one(meth[m], t.pid, &pss))
 					die("%s of the target failed", meth[m]);
 				dt = now_ns() - t0;
 				spent[m] += dt;
 				printf("cost,%s,%s,%ld,%lld,%s,%ld,%llu,%lld\n",
-				       argv[1], argv[2], nvmas, rss_kb, meth[m],
+				       argv[1], argv[2], t.nvmas, t.rss_kb, meth[m],
 				       n[m], (unsigned long long)dt, pss);
 				n[m]++;
 			}
 		}
 	}
 	fflush(stdout);
-	close(to[1]); /* EOF: the target exits */
-	if (waitpid(child, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
-		die("the target failed");
+	target_stop(&t);
 	return 0;
 }
 

@@ -64,13 +64,10 @@ static void reader(struct reader_log *log, const char *what, int pid, int ready)
 
 int main(int argc, char **argv)
 {
-	char exe[4096], tgt[4200], line[256], *dir;
-	int to[2], from[2], tpid, st;
-	long nvmas;
-	long long rss_kb;
+	char exe[4096], line[256], *dir;
+	struct target t;
 	double secs;
 	struct reader_log *logs;
-	pid_t child;
 	ssize_t n;
 
 	if (argc < 8)
@@ -81,29 +78,13 @@ int main(int argc, char **argv)
 		die("readlink");
 	exe[n] = '\0';
 	dir = dirname(exe);
-	snprintf(tgt, sizeof(tgt), "%s/bench-target", dir);
 
 	logs = mmap(NULL, MAX_READERS * sizeof(*logs), PROT_READ | PROT_WRITE,
 		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (logs == MAP_FAILED)
 		die("mmap logs");
 
-	if (pipe2(to, O_CLOEXEC) || pipe2(from, O_CLOEXEC))
-		die("pipe");
-	child = fork();
-	if (child < 0)
-		die("fork");
-	if (child == 0) {
-		dup2(to[0], 0);
-		dup2(from[1], 1);
-		execl(tgt, "bench-target", argv[1], argv[2], argv[3], (char *)NULL);
-		die("exec %s", tgt);
-	}
-	close(to[0]);
-	close(from[1]);
-	if (read_line(from[0], line, sizeof(line)) <= 0 ||
-	    sscanf(line, "ready %d %ld %lld", &tpid, &nvmas, &rss_kb) != 3)
-		die("the target did not get ready");
+	target_start(&t, dir, argv + 1);
 
 	for (int c = 7; c < argc; c++) {
 		char what[32] = "none", out[8300], cmd[8400];
@@ -129,7 +110,7 @@ int main(int argc, char **argv)
 				die("fork");
 			if (kids[r] == 0) {
 				close(ready[0]);
-				reader(&logs[r], what, tpid, ready[1]);
+				reader(&logs[r], what, t.pid, ready[1]);
 			}
 		}
 		close(ready[1]);
@@ -147,8 +128,8 @@ int main(int argc, char **argv)
 				*p = '_';
 		snprintf(cmd, sizeof(cmd), "stall %g %s\n", secs, out);
 		t_go = now_ns();
-		write_all(to[1], cmd, strlen(cmd));
-		if (read_line(from[0], line, sizeof(line)) <= 0 ||
+		write_all(t.in, cmd, strlen(cmd));
+		if (read_line(t.out, line, sizeof(line)) <= 0 ||
 		    sscanf(line, "stalled %llu %llu %llu %llu",
 			   (unsigned long long *)&ops, (unsigned long long *)&p50,
 			   (unsigned long long *)&p99, (unsigned long long *)&max) != 4)
@@ -172,7 +153,7 @@ int main(int argc, char **argv)
 		}
 		qsort(lat, nlat, sizeof(*lat), cmp_u64);
 		printf("stall,%s,%s,%ld,%lld,%s,%d,%llu,%llu,%llu,%llu,%zu,%llu,%llu\n",
-		       argv[1], argv[2], nvmas, rss_kb, argv[c], nr,
+		       argv[1], argv[2], t.nvmas, t.rss_kb, argv[c], nr,
 		       (unsigned long long)ops, (unsigned long long)p50,
 		       (unsigned long long)p99, (unsigned long long)max, nlat,
 		       (unsigned long long)pct(lat, nlat, 0.5),
@@ -180,8 +161,6 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		free(lat);
 	}
-	close(to[1]);
-	if (waitpid(child, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
-		die("the target failed");
+	target_stop(&t);
 	return 0;
 }
