@@ -307,23 +307,6 @@ static void seed_rng(uint64_t s)
 	rnd64();
 }
 
-static int xwrite(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= n;
-	}
-	return 0;
-}
-
 /* One byte from @fd, waiting at most @ms: the byte, 0 on EOF, -1 on timeout. */
 static int read_byte(int fd, int ms)
 {
@@ -1275,15 +1258,15 @@ static void target_main(int slot, int cmd, int ack, uint64_t seed, bool may_exit
 				if (have_worker)
 					park_worker(true);
 				reap_kids(slot, true);
-				if (xwrite(ack, "A", 1))
+				if (sr_write_full(ack, "A", 1))
 					break;
 				/* 'H': hammer mmap_lock until 'h'; 'R': resume. */
 				while ((c = read_byte(cmd, -1)) == 'H') {
-					if (xwrite(ack, "A", 1))
+					if (sr_write_full(ack, "A", 1))
 						break;
 					doing = "hammer";
 					hammer(&t, cmd);
-					if (read_byte(cmd, -1) != 'h' || xwrite(ack, "A", 1))
+					if (read_byte(cmd, -1) != 'h' || sr_write_full(ack, "A", 1))
 						break;
 				}
 				if (have_worker)
@@ -1645,7 +1628,7 @@ static void check_contended(int slot, const char *name, const struct sr_rollup *
 	int reads = 0;
 	ssize_t n;
 
-	if (xwrite(ts[slot].cmd, "H", 1) || read_byte(ts[slot].ack, 60000) != 'A')
+	if (sr_write_full(ts[slot].cmd, "H", 1) || read_byte(ts[slot].ack, 60000) != 'A')
 		return;
 	defer_mode = true;
 	deferred = 0;
@@ -1677,7 +1660,7 @@ static void check_contended(int slot, const char *name, const struct sr_rollup *
 	}
 	defer_mode = false;
 	count(C_CONTENDED_READS, reads);
-	if (xwrite(ts[slot].cmd, "h", 1) || read_byte(ts[slot].ack, 60000) != 'A')
+	if (sr_write_full(ts[slot].cmd, "h", 1) || read_byte(ts[slot].ack, 60000) != 'A')
 		return;
 	/* It counts only if the target still reads as before. */
 	n = read_rollup_bytes(pid, buf, sizeof(buf));
@@ -1698,7 +1681,7 @@ static void checkpoint(void)
 
 	count(C_CHECKPOINTS, 1);
 	for (int i = 0; i < MAX_TARGETS; i++)
-		if (ts[i].pid > 0 && !xwrite(ts[i].cmd, "P", 1))
+		if (ts[i].pid > 0 && !sr_write_full(ts[i].cmd, "P", 1))
 			paused[i] = true;
 	for (int i = 0; i < MAX_TARGETS; i++) {
 		if (!paused[i])
@@ -1721,7 +1704,7 @@ static void checkpoint(void)
 	}
 	for (int i = 0; i < MAX_TARGETS; i++)
 		if (paused[i])
-			xwrite(ts[i].cmd, "R", 1);
+			sr_write_full(ts[i].cmd, "R", 1);
 }
 
 static void setup_shared(void)
@@ -1894,7 +1877,7 @@ static int stress_main(double seconds, int nt, int np, int nj, double cpi,
 	__atomic_store_n(&sh->stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < nt; i++)
 		if (ts[i].pid > 0)
-			xwrite(ts[i].cmd, "S", 1);
+			sr_write_full(ts[i].cmd, "S", 1);
 
 	/* Everything must stop by itself within 5 minutes. */
 	signal(SIGALRM, on_alarm);
@@ -2010,7 +1993,7 @@ static void quiet_target_main(int cmd, int ack)
 				munmap((void *)s, e - s);
 		}
 	}
-	if (xwrite(ack, "A", 1))
+	if (sr_write_full(ack, "A", 1))
 		_exit(3);
 	while (read(cmd, buf, 1) != 0 && errno == EINTR)
 		;
@@ -2040,7 +2023,7 @@ static int copy_self(void)
 	if (out < 0)
 		die("memfd_create");
 	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (xwrite(out, buf, n))
+		if (sr_write_full(out, buf, n))
 			die("write");
 	close(in);
 	return out;

@@ -345,40 +345,6 @@ struct sr_target {
 /* In the target (and inherited by its helpers): its end of the pipes. */
 static int sr_target_cmd_fd = -1, sr_target_ack_fd = -1;
 
-static inline int sr_write_full(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= n;
-	}
-	return 0;
-}
-
-static inline int sr_read_full(int fd, void *buf, size_t len)
-{
-	char *p = buf;
-
-	while (len) {
-		ssize_t n = read(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= n;
-	}
-	return 0;
-}
-
 /* Send a step's result, 0 or -errno, and a value. */
 static inline int sr_send_status(int fd, int status, unsigned long val)
 {

@@ -8,7 +8,8 @@
  * in stock's format gives back the same bytes, so every reader of the file
  * also checks its format.  sr_rollup_consistent() checks what holds for
  * every single read; sr_sum_smaps() and sr_smaps_slack() compare a rollup
- * with the sum over /proc/PID/smaps.
+ * with the sum over /proc/PID/smaps.  It also has the file I/O helpers
+ * that the selftests and the stress program share.
  */
 #ifndef SELFTESTS_PROC_SMAPS_ROLLUP_FORMAT_H
 #define SELFTESTS_PROC_SMAPS_ROLLUP_FORMAT_H
@@ -229,6 +230,41 @@ static inline ssize_t sr_read_fd(int fd, char *buf, size_t size, size_t chunk)
 			return len;
 		len += n;
 	}
+}
+
+/* Write, or read, all of @len bytes: 0, or -1 on an error or EOF. */
+static inline int sr_write_full(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static inline int sr_read_full(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = read(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= n;
+	}
+	return 0;
 }
 
 static inline ssize_t sr_read_path(const char *path, char *buf, size_t size)
