@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Shared helpers for the smaps_rollup benchmarks (the bench programs): clocks,
- * whole-file reads, the smaps/smaps_rollup field parser, the status VmRSS
- * parser and percentiles. Header-only: each program is one translation
- * unit, linked statically.
+ * Shared helpers for the smaps_rollup benchmarks (the bench programs):
+ * clocks, percentiles, the read methods (a sampler's ways to get a
+ * process's memory totals), readers looping on a /proc file, CPU pinning
+ * and the bench-target handshake. The smaps_rollup format (field list,
+ * parser, smaps summing) is the selftests' smaps_rollup_format.h.
+ * Header-only: each program is one translation unit, linked statically.
  */
 #ifndef BENCH_COMMON_H
 #define BENCH_COMMON_H
@@ -11,15 +13,21 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "../tools/testing/selftests/proc/smaps_rollup_format.h"
 
 __attribute__((unused)) static void die(const char *fmt, ...)
 {
@@ -43,134 +51,29 @@ static inline uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* The fields of a smaps_rollup, in its order (NOTES.md section 3). */
-static const char *const field_names[] = {
-	"Rss", "Pss", "Pss_Dirty", "Pss_Anon", "Pss_File", "Pss_Shmem",
-	"Shared_Clean", "Shared_Dirty", "Private_Clean", "Private_Dirty",
-	"Referenced", "Anonymous", "KSM", "LazyFree", "AnonHugePages",
-	"ShmemPmdMapped", "FilePmdMapped", "Shared_Hugetlb", "Private_Hugetlb",
-	"Swap", "SwapPss", "Locked",
-};
-#define NFIELDS (int)(sizeof(field_names) / sizeof(field_names[0]))
-enum { F_RSS = 0, F_PSS = 1 };
-
-struct totals {
-	long long v[NFIELDS];
-	long lines;	/* field lines summed */
-	long entries;	/* header (address) lines seen */
-};
-
-/*
- * parse_line: one line of smaps or smaps_rollup, without its newline.
- * A field line is "Name:<spaces>NUMBER kB"; it is added to the matching
- * rollup field. Lines of other fields (Size, KernelPageSize, THPeligible,
- * VmFlags) are ignored, and an address line counts one entry.
- */
-static inline void parse_line(struct totals *t, const char *s, size_t len)
+static inline void write_all(int fd, const void *p, size_t n)
 {
-	const char *colon, *p, *end = s + len;
-	long long v = 0;
-	size_t nlen;
-	int i;
-
-	if (len == 0)
-		return;
-	if (!(*s >= 'A' && *s <= 'Z')) {
-		t->entries++;
-		return;
-	}
-	colon = memchr(s, ':', len);
-	if (!colon)
-		return;
-	nlen = (size_t)(colon - s);
-	for (p = colon + 1; p < end && *p == ' '; p++)
-		;
-	if (p == end || *p < '0' || *p > '9')
-		return;
-	for (; p < end && *p >= '0' && *p <= '9'; p++)
-		v = v * 10 + (*p - '0');
-	if (end - p < 3 || memcmp(p, " kB", 3) != 0)
-		return;
-	for (i = 0; i < NFIELDS; i++) {
-		if (strlen(field_names[i]) == nlen &&
-		    memcmp(field_names[i], s, nlen) == 0) {
-			t->v[i] += v;
-			t->lines++;
-			return;
-		}
-	}
+	if (sr_write_full(fd, p, n))
+		die("write");
 }
 
-/*
- * sum_file: read PATH to the end in chunks of BUFSZ and parse every line
- * into T. Returns 0, or -errno when open or read fails (ESRCH for a task
- * that exited, ENOENT for a kernel without the file).
- */
-#define READ_CHUNK (256 * 1024)
-static char read_buf[READ_CHUNK + 1];
-
-static inline int sum_file(const char *path, struct totals *t)
+/* read_line: one line from FD into BUF (no stdio: FD is a pipe). */
+static inline ssize_t read_line(int fd, char *buf, size_t size)
 {
-	size_t have = 0;
-	ssize_t n;
-	int fd;
+	size_t n = 0;
 
-	memset(t, 0, sizeof(*t));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		char *line, *nl, *end;
+	while (n < size - 1) {
+		ssize_t r = read(fd, buf + n, 1);
 
-		n = read(fd, read_buf + have, READ_CHUNK - have);
-		if (n < 0) {
-			int e = errno;
-
-			close(fd);
-			return -e;
-		}
-		if (n == 0)
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
 			break;
-		have += (size_t)n;
-		end = read_buf + have;
-		line = read_buf;
-		while ((nl = memchr(line, '\n', (size_t)(end - line)))) {
-			parse_line(t, line, (size_t)(nl - line));
-			line = nl + 1;
-		}
-		have = (size_t)(end - line);
-		if (have == READ_CHUNK) /* a line longer than the buffer */
-			have = 0;
-		memmove(read_buf, line, have);
+		if (buf[n++] == '\n')
+			break;
 	}
-	if (have)
-		parse_line(t, read_buf, have);
-	close(fd);
-	return 0;
-}
-
-/* status_rss: VmRSS of /proc/PID/status in kB into *KB; 0 or -errno. */
-static inline int status_rss(const char *path, long long *kb)
-{
-	char buf[8192];
-	ssize_t n;
-	size_t have = 0;
-	char *p;
-	int fd;
-
-	*kb = -1;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	while (have < sizeof(buf) - 1 &&
-	       (n = read(fd, buf + have, sizeof(buf) - 1 - have)) > 0)
-		have += (size_t)n;
-	close(fd);
-	buf[have] = '\0';
-	p = strstr(buf, "\nVmRSS:");
-	if (p)
-		*kb = strtoll(p + 7, NULL, 10);
-	return 0;
+	buf[n] = '\0';
+	return (ssize_t)n;
 }
 
 __attribute__((unused)) static int cmp_u64(const void *a, const void *b)
@@ -195,39 +98,294 @@ static inline uint64_t pct(const uint64_t *v, size_t n, double q)
 	return v[k - 1];
 }
 
-/* read_line: one line from FD into BUF (no stdio: FD is a pipe). */
-static inline ssize_t read_line(int fd, char *buf, size_t size)
+/*
+ * pin_cpus: CPU numbers for a program that pins its parts to CPU 0 and
+ * CPU 1, or -1 for both (no pinning, said on stderr) when the system has
+ * a single CPU online.
+ */
+static inline void pin_cpus(const char *prog, int *first, int *second)
 {
-	size_t n = 0;
-
-	while (n < size - 1) {
-		ssize_t r = read(fd, buf + n, 1);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		if (buf[n++] == '\n')
-			break;
+	*first = 0;
+	*second = 1;
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		fprintf(stderr, "%s: one CPU online: nothing pinned\n", prog);
+		*first = *second = -1;
 	}
-	buf[n] = '\0';
-	return (ssize_t)n;
 }
 
-static inline void write_all(int fd, const void *p, size_t n)
+/* pin_to_cpu: run PID (0: the caller) on CPU only; CPU -1: do nothing. */
+static inline void pin_to_cpu(pid_t pid, int cpu)
 {
-	const char *c = p;
+	cpu_set_t set;
 
-	while (n) {
-		ssize_t w = write(fd, c, n);
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(pid, sizeof(set), &set))
+		die("pin %d to CPU %d", (int)pid, cpu);
+}
 
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			die("write");
-		c += w;
-		n -= (size_t)w;
+/*
+ * sum_smaps_path: read an smaps-format file (smaps, or maps: every line a
+ * VMA header) in 256 KiB read()s, as a lean sampler would, and sum it
+ * with the format header's line parser. 0 or -errno (ESRCH for a task
+ * that exited).
+ */
+#define READ_CHUNK (256 * 1024)
+static char read_buf[READ_CHUNK];
+
+static inline int sum_smaps_path(const char *path, struct sr_smaps *s)
+{
+	struct sr_smaps_vma vma;
+	size_t have = 0;
+	int fd;
+
+	memset(s, 0, sizeof(*s));
+	memset(&vma, 0, sizeof(vma));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n = read(fd, read_buf + have, READ_CHUNK - have);
+		char *line = read_buf, *nl;
+
+		if (n < 0) {
+			int e = errno;
+
+			close(fd);
+			return -e;
+		}
+		have += (size_t)n;
+		while ((nl = memchr(line, '\n', (size_t)(read_buf + have - line)))) {
+			sr_smaps_line(s, &vma, line, nl);
+			line = nl + 1;
+		}
+		have = (size_t)(read_buf + have - line);
+		if (n == 0 || have == READ_CHUNK) /* EOF, or a line longer than the buffer */
+			break;
+		memmove(read_buf, line, have);
 	}
+	sr_smaps_close_vma(s, &vma);
+	close(fd);
+	return 0;
+}
+
+/* read_rollup_path: read and parse one smaps_rollup-format file. */
+static inline int read_rollup_path(const char *path, struct sr_rollup *r)
+{
+	char buf[4096];
+	ssize_t n = sr_read_path(path, buf, sizeof(buf));
+
+	if (n < 0)
+		return (int)n;
+	if (sr_parse_rollup(buf, (size_t)n, r)) {
+		fprintf(stderr, "bench: %s: %s\n", path, sr_error);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* status_rss: VmRSS of /proc/PID/status in kB into *KB; 0 or -errno. */
+static inline int status_rss(const char *path, long long *kb)
+{
+	char buf[8192], *p;
+	ssize_t n = sr_read_path(path, buf, sizeof(buf) - 1);
+
+	*kb = -1;
+	if (n < 0)
+		return (int)n;
+	buf[n] = '\0';
+	p = strstr(buf, "\nVmRSS:");
+	if (p)
+		*kb = strtoll(p + 7, NULL, 10);
+	return 0;
+}
+
+/*
+ * A read method, given as METHOD[=FILE][:COUNT]:
+ *   smaps   /proc/PID/smaps summed with a C parser
+ *   awk     awk over /proc/PID/smaps (bench-read only)
+ *   rollup  /proc/PID/smaps_rollup, or /proc/PID/FILE (rollup=FILE, e.g.
+ *           rollup=smaps_rollup_stock), parsed
+ *   status  /proc/PID/status, VmRSS (the floor: no PSS)
+ *   maps    /proc/PID/maps, its lines counted (code the series does not
+ *           change: a yardstick for how fast a boot runs the kernel)
+ * COUNT is a read or reader count whose meaning is the caller's.
+ */
+enum method_kind { M_SMAPS, M_AWK, M_ROLLUP, M_STATUS, M_MAPS };
+
+struct method {
+	char name[64];		/* as given, without :COUNT */
+	enum method_kind kind;
+	char file[48];		/* the file under /proc/PID/ */
+	long count;		/* :COUNT, or the caller's default */
+};
+
+static inline void parse_method(struct method *m, const char *spec, long count)
+{
+	static const struct { const char *name, *file; enum method_kind kind; } known[] = {
+		{ "smaps", "smaps", M_SMAPS }, { "awk", "smaps", M_AWK },
+		{ "rollup", "smaps_rollup", M_ROLLUP }, { "status", "status", M_STATUS },
+		{ "maps", "maps", M_MAPS },
+	};
+	char *colon, *eq;
+	size_t i;
+
+	snprintf(m->name, sizeof(m->name), "%s", spec);
+	m->count = count;
+	colon = strchr(m->name, ':');
+	if (colon) {
+		*colon = '\0';
+		m->count = atol(colon + 1);
+	}
+	eq = strchr(m->name, '=');
+	for (i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		size_t len = eq ? (size_t)(eq - m->name) : strlen(m->name);
+
+		if (strlen(known[i].name) != len || strncmp(known[i].name, m->name, len))
+			continue;
+		m->kind = known[i].kind;
+		snprintf(m->file, sizeof(m->file), "%s", eq ? eq + 1 : known[i].file);
+		if (eq && (m->kind != M_ROLLUP || strchr(m->file, '/') || !m->file[0]))
+			break;
+		return;
+	}
+	errno = 0;
+	die("unknown method %s (METHOD[=FILE][:COUNT]; FILE for rollup only)", spec);
+}
+
+/*
+ * read_method: one read of PID by M (not awk); *VALUE gets Pss in kB
+ * (status: VmRSS; maps: its line count). 0 or -errno.
+ */
+static inline int read_method(const struct method *m, int pid, long long *value)
+{
+	struct sr_rollup r;
+	struct sr_smaps s;
+	char path[96];
+	int ret;
+
+	sr_path(path, sizeof(path), pid, m->file);
+	switch (m->kind) {
+	case M_STATUS:
+		return status_rss(path, value);
+	case M_ROLLUP:
+		ret = read_rollup_path(path, &r);
+		*value = ret ? -1 : (long long)r.kb[SR_PSS];
+		return ret;
+	case M_MAPS:
+	case M_SMAPS:
+		ret = sum_smaps_path(path, &s);
+		*value = m->kind == M_MAPS ? (long long)s.nr_vmas : (long long)s.kb[SR_PSS];
+		return ret;
+	default:
+		return -EINVAL;
+	}
+}
+
+/*
+ * Readers looping on a /proc file of a target, as forked children: each
+ * logs when every read ended and how long it took (shared memory), and
+ * signals its first read with a byte on a pipe.
+ */
+#define MAX_READERS 4
+#define READ_CAP (1 << 16)
+
+struct reader_log {
+	uint64_t count;
+	uint64_t end[READ_CAP];	/* when each read ended */
+	uint64_t ns[READ_CAP];	/* how long it took */
+};
+
+struct readers {
+	int n;
+	pid_t pid[MAX_READERS];
+	struct reader_log *log;	/* [MAX_READERS], shared with the children */
+};
+
+static inline void readers_init(struct readers *rs)
+{
+	rs->n = 0;
+	rs->log = mmap(NULL, MAX_READERS * sizeof(*rs->log), PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (rs->log == MAP_FAILED)
+		die("mmap the reader logs");
+}
+
+static inline void reader_loop(struct reader_log *log, const struct method *m, int pid, int ready)
+{
+	for (;;) {
+		uint64_t t0 = now_ns(), t1;
+		long long value;
+
+		if (read_method(m, pid, &value))
+			_exit(3);
+		t1 = now_ns();
+		if (log->count < READ_CAP) {
+			log->end[log->count] = t1;
+			log->ns[log->count] = t1 - t0;
+		}
+		__atomic_store_n(&log->count, log->count + 1, __ATOMIC_RELEASE);
+		if (ready >= 0) {
+			write_all(ready, "r", 1);
+			close(ready);
+			ready = -1;
+		}
+	}
+}
+
+/*
+ * readers_start: M->count readers of M on PID, pinned to CPU (-1: not
+ * pinned) at nice NICE; returns once each has finished one read.
+ */
+static inline void readers_start(struct readers *rs, const struct method *m,
+				 int pid, int cpu, int nice)
+{
+	int ready[2];
+	char b;
+
+	if (m->count < 0 || m->count > MAX_READERS)
+		die("%ld readers: 0 to %d", m->count, MAX_READERS);
+	rs->n = (int)m->count;
+	memset(rs->log, 0, MAX_READERS * sizeof(*rs->log));
+	if (pipe2(ready, O_CLOEXEC))
+		die("pipe");
+	for (int i = 0; i < rs->n; i++) {
+		rs->pid[i] = fork();
+		if (rs->pid[i] < 0)
+			die("fork");
+		if (rs->pid[i] == 0) {
+			close(ready[0]);
+			pin_to_cpu(0, cpu);
+			if (setpriority(PRIO_PROCESS, 0, nice))
+				die("nice %d", nice);
+			reader_loop(&rs->log[i], m, pid, ready[1]);
+		}
+	}
+	close(ready[1]);
+	for (int i = 0; i < rs->n; i++)
+		if (read(ready[0], &b, 1) != 1)
+			die("a %s reader failed before its first read", m->name);
+	close(ready[0]);
+}
+
+static inline void readers_stop(struct readers *rs)
+{
+	for (int i = 0; i < rs->n; i++)
+		kill(rs->pid[i], SIGKILL);
+	for (int i = 0; i < rs->n; i++)
+		waitpid(rs->pid[i], NULL, 0);
+}
+
+/* The readers' reads in all: 0 for none. */
+static inline uint64_t readers_count(const struct readers *rs)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < rs->n; i++)
+		n += rs->log[i].count;
+	return n;
 }
 
 /* A running bench-target: commands go to @in, its lines come from @out. */
@@ -277,6 +435,20 @@ static inline void target_stop(struct target *t)
 	close(t->in);
 	if (waitpid(t->child, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
 		die("the target failed");
+}
+
+/* self_dir: the directory of the running program (where its siblings are). */
+static inline void self_dir(char *buf, size_t size)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+	char *slash;
+
+	if (n <= 0)
+		die("readlink /proc/self/exe");
+	buf[n] = '\0';
+	slash = strrchr(buf, '/');
+	if (slash)
+		*slash = '\0';
 }
 
 #endif

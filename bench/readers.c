@@ -13,6 +13,7 @@
  *       fields,VMAS,RSS_MIB,NVMAS,RSS_KB,SOURCE,Name=KB,...
  *       and then per read:
  *       cost,VMAS,RSS_MIB,NVMAS,RSS_KB,METHOD,I,NS,PSS_KB
+ *       (METHOD as given, without :MIN).
  *
  *   bench-read fleet NPROCS SWEEPS METHOD[:SWEEPS]...
  *       Start NPROCS /bin/cat processes, each blocked reading its own
@@ -21,19 +22,14 @@
  *       method's own count), methods alternating. Prints, per sweep:
  *       fleet,NPROCS,METHOD,I,NS,PIDS,READ_OK
  *
- * METHODs:
- *   smaps   read /proc/PID/smaps, sum every rollup field (C parser)
- *   awk     run awk over /proc/PID/smaps summing every "kB" field (the
- *           2016 method: fork + exec + awk's parsing are all counted)
- *   rollup  read /proc/PID/smaps_rollup and parse it
- *   status  read /proc/PID/status and parse VmRSS (floor: no PSS)
- *   maps    read /proc/PID/maps and count its lines: code the series does
- *           not change, a yardstick for how fast this boot runs the kernel
- *           (its "Pss" is the line count)
+ * METHODs (see common.h): smaps (summed with the format header's
+ * parser), awk (awk over smaps summing every "kB" field, the 2016 method:
+ * fork + exec + awk's parsing are all counted), rollup or rollup=FILE
+ * (e.g. rollup=smaps_rollup_stock, the stock implementation beside the
+ * series in a bench-only kernel), status, maps.
  */
 #include "common.h"
 #include <dirent.h>
-#include <libgen.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -80,60 +76,46 @@ static int read_awk(int pid, long long *pss)
 	return 0;
 }
 
-/* read_one: one read of PID by METHOD; 0 or -errno. */
-static int read_one(const char *method, int pid, long long *pss)
+/* read_one: one read of PID by M; 0 or -errno. */
+static int read_one(const struct method *m, int pid, long long *pss)
 {
-	char path[64];
-	struct totals t;
-	int r;
-
-	if (!strcmp(method, "awk"))
+	if (m->kind == M_AWK)
 		return read_awk(pid, pss) ? -EIO : 0;
-	if (!strcmp(method, "status")) {
-		snprintf(path, sizeof(path), "/proc/%d/status", pid);
-		return status_rss(path, pss);
-	}
-	if (!strcmp(method, "maps")) {
-		snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-		r = sum_file(path, &t);
-		*pss = t.entries;
-		return r;
-	}
-	snprintf(path, sizeof(path), "/proc/%d/%s", pid,
-		 !strcmp(method, "smaps") ? "smaps" : "smaps_rollup");
-	r = sum_file(path, &t);
-	*pss = t.v[F_PSS];
-	return r;
-}
-
-static int check_method(const char *m)
-{
-	return !strcmp(m, "smaps") || !strcmp(m, "awk") ||
-	       !strcmp(m, "rollup") || !strcmp(m, "status") ||
-	       !strcmp(m, "maps");
+	return read_method(m, pid, pss);
 }
 
 /* print_fields: the target's totals, from rollup or else summed smaps. */
 static void print_fields(char **argv, int pid, long nvmas, long long rss_kb)
 {
 	const char *src = "rollup";
+	unsigned long long *kb;
+	struct sr_rollup r;
+	struct sr_smaps s;
 	char path[64];
-	struct totals t;
 
-	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", pid);
-	if (sum_file(path, &t)) {
+	sr_path(path, sizeof(path), pid, "smaps_rollup");
+	kb = r.kb;
+	if (read_rollup_path(path, &r)) {
 		src = "smaps";
-		snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
-		if (sum_file(path, &t))
+		sr_path(path, sizeof(path), pid, "smaps");
+		if (sum_smaps_path(path, &s))
 			die("read %s", path);
+		kb = s.kb;
 	}
 	printf("fields,%s,%s,%ld,%lld,%s", argv[1], argv[2], nvmas, rss_kb, src);
-	for (int i = 0; i < NFIELDS; i++)
-		printf(",%s=%lld", field_names[i], t.v[i]);
+	for (int f = 0; f < SR_NR_FIELDS; f++)	/* the labels end in ':' */
+		printf(",%.*s=%llu", (int)strlen(sr_label[f]) - 1, sr_label[f], kb[f]);
 	printf("\n");
 }
 
-static char self_dir[4096];
+/* parse_methods: ARGV[0..N-1] into M, with COUNT where none is given. */
+static void parse_methods(struct method *m, char **argv, int n, long count)
+{
+	for (int i = 0; i < n; i++)
+		parse_method(&m[i], argv[i], count);
+}
+
+static char bin_dir[4096];
 
 static int cost(int argc, char **argv)
 {
@@ -146,24 +128,10 @@ static int cost(int argc, char **argv)
 	min = atol(argv[4]);
 	max = atol(argv[5]);
 	budget_ms = atol(argv[6]);
-	char *meth[nm > 0 ? nm : 1];
-	long mmin[nm > 0 ? nm : 1];
+	struct method meth[nm > 0 ? nm : 1];
 
-	for (int i = 0; i < nm; i++) {
-		char *c;
-
-		meth[i] = argv[7 + i];
-		mmin[i] = min;
-		c = strchr(meth[i], ':');
-		if (c) {
-			*c = '\0';
-			mmin[i] = atol(c + 1);
-		}
-		if (!check_method(meth[i]))
-			die("unknown method %s", meth[i]);
-	}
-
-	target_start(&t, self_dir, argv + 1);
+	parse_methods(meth, argv + 7, nm, min);
+	target_start(&t, bin_dir, argv + 1);
 
 	{
 		long n[nm];
@@ -177,10 +145,10 @@ static int cost(int argc, char **argv)
 		for (int m = 0; m < nm; m++) {
 			long long pss;
 
-			if (!strcmp(meth[m], "smaps") || !strcmp(meth[m], "awk"))
+			if (meth[m].kind == M_SMAPS || meth[m].kind == M_AWK)
 				continue;
-			if (read_one(meth[m], t.pid, &pss))
-				die("%s of the target failed", meth[m]);
+			if (read_one(&meth[m], t.pid, &pss))
+				die("%s of the target failed", meth[m].name);
 		}
 		while (active) {
 			active = 0;
@@ -189,16 +157,16 @@ static int cost(int argc, char **argv)
 				uint64_t t0, dt;
 
 				if (n[m] >= max ||
-				    (n[m] >= mmin[m] && spent[m] >= (uint64_t)budget_ms * 1000000ull))
+				    (n[m] >= meth[m].count && spent[m] >= (uint64_t)budget_ms * 1000000ull))
 					continue;
 				active = 1;
 				t0 = now_ns();
-				if (read_one(meth[m], t.pid, &pss))
-					die("%s of the target failed", meth[m]);
+				if (read_one(&meth[m], t.pid, &pss))
+					die("%s of the target failed", meth[m].name);
 				dt = now_ns() - t0;
 				spent[m] += dt;
 				printf("cost,%s,%s,%ld,%lld,%s,%ld,%llu,%lld\n",
-				       argv[1], argv[2], t.nvmas, t.rss_kb, meth[m],
+				       argv[1], argv[2], t.nvmas, t.rss_kb, meth[m].name,
 				       n[m], (unsigned long long)dt, pss);
 				n[m]++;
 			}
@@ -210,7 +178,7 @@ static int cost(int argc, char **argv)
 }
 
 /* sweep: one pass of METHOD over every /proc/PID; counts into *PIDS, *OK. */
-static void sweep(const char *method, long *pids, long *ok)
+static void sweep(const struct method *method, long *pids, long *ok)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
@@ -243,22 +211,9 @@ static int fleet(int argc, char **argv)
 
 	if (nm < 1 || nprocs < 0)
 		die("usage: bench-read fleet NPROCS SWEEPS METHOD...");
-	char *meth[nm > 0 ? nm : 1];
-	long count[nm > 0 ? nm : 1];
+	struct method meth[nm > 0 ? nm : 1];
 
-	for (int i = 0; i < nm; i++) {
-		char *c;
-
-		meth[i] = argv[4 + i];
-		count[i] = sweeps;
-		c = strchr(meth[i], ':');
-		if (c) {
-			*c = '\0';
-			count[i] = atol(c + 1);
-		}
-		if (!check_method(meth[i]))
-			die("unknown method %s", meth[i]);
-	}
+	parse_methods(meth, argv + 4, nm, sweeps);
 	setrlimit(RLIMIT_NOFILE, &rl);
 	kids = calloc((size_t)nprocs, sizeof(*kids));
 	feed = calloc((size_t)nprocs, sizeof(*feed));
@@ -293,13 +248,13 @@ static int fleet(int argc, char **argv)
 			long pids, ok;
 			uint64_t t0, dt;
 
-			if (s >= count[m])
+			if (s >= meth[m].count)
 				continue;
 			more = 1;
 			t0 = now_ns();
-			sweep(meth[m], &pids, &ok);
+			sweep(&meth[m], &pids, &ok);
 			dt = now_ns() - t0;
-			printf("fleet,%ld,%s,%ld,%llu,%ld,%ld\n", nprocs, meth[m],
+			printf("fleet,%ld,%s,%ld,%llu,%ld,%ld\n", nprocs, meth[m].name,
 			       s, (unsigned long long)dt, pids, ok);
 		}
 	}
@@ -313,13 +268,7 @@ static int fleet(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	char exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-
-	if (n <= 0)
-		die("readlink /proc/self/exe");
-	exe[n] = '\0';
-	snprintf(self_dir, sizeof(self_dir), "%s", dirname(exe));
+	self_dir(bin_dir, sizeof(bin_dir));
 	if (argc >= 9 && !strcmp(argv[1], "cost"))
 		return cost(argc - 1, argv + 1);
 	if (argc >= 5 && !strcmp(argv[1], "fleet"))

@@ -2,7 +2,7 @@
 /*
  * bench-target: the workload whose smaps_rollup the benchmarks read.
  *
- *   bench-target VMAS RSS_MIB FILE
+ *   bench-target VMAS RSS_MIB[LAYOUT] FILE
  *
  * Lays out about VMAS mappings (the process's own few included) holding
  * RSS_MIB resident: half anonymous (private, written), a quarter file
@@ -12,10 +12,15 @@
  * MADV_NOHUGEPAGE: every resident page is a 4 KiB PTE, the page-walk
  * worst case. When there are more mappings than resident pages, the
  * remaining mappings stay empty (like the unused library mappings of a
- * real process). With RSS_MIB written with an "h" suffix (512h), the
- * anonymous half is one mapping instead, a heap as in Redis or a JVM, and
- * the other anonymous mappings keep one page each: the page walk then
- * spends half its time in one VMA.
+ * real process). LAYOUT, a letter after RSS_MIB (512h), changes that:
+ *   h  the anonymous half is one mapping instead, a heap as in Redis or a
+ *      JVM, and the other anonymous mappings keep one page each: the page
+ *      walk then spends half its time in one VMA;
+ *   u  half the VMAs are never touched: the page after each mapping stays
+ *      a PROT_NONE anonymous reservation (guard-page style, no anon_vma)
+ *      instead of a hole, so the mappings above number VMAS / 2;
+ *   s  half of the shmem pages are paged out (MADV_PAGEOUT) to swap, which
+ *      must be on: the shmem swap accounting path.
  *
  * Then it prints "ready PID NVMAS RSS_KB" on stdout and obeys lines on
  * stdin:
@@ -27,7 +32,6 @@
  */
 #include "common.h"
 #include <stdbool.h>
-#include <sys/mman.h>
 
 #define PAGE 4096ul
 
@@ -54,8 +58,28 @@ struct kind {
 	long budget;	/* resident pages to fault in */
 };
 
-static void layout(long vmas, long rss_mib, bool heap, const char *file)
+/*
+ * page_out_shmem: MADV_PAGEOUT the shmem mappings in [START, START + LEN)
+ * (holes included: madvise skips them, then says ENOMEM), and check that
+ * the target now has swap.
+ */
+static void page_out_shmem(char *start, size_t len)
 {
+	struct sr_rollup r;
+	char path[64];
+
+	if (madvise(start, len, MADV_PAGEOUT) && errno != ENOMEM)
+		die("MADV_PAGEOUT");
+	sr_path(path, sizeof(path), getpid(), "smaps_rollup");
+	if (read_rollup_path(path, &r) == 0 && r.kb[SR_SWAP] == 0) {
+		errno = 0;
+		die("MADV_PAGEOUT swapped nothing out: is swap on (scripts/guest-setup)?");
+	}
+}
+
+static void layout(long vmas, long rss_mib, char shape, const char *file)
+{
+	bool heap = shape == 'h', untouched = shape == 'u';
 	long total_pages = rss_mib * (1024 * 1024 / PAGE);
 	struct kind k[3] = {
 		{ "anon", 0, 0, total_pages - 2 * (total_pages / 4) },
@@ -65,8 +89,10 @@ static void layout(long vmas, long rss_mib, bool heap, const char *file)
 	long own = count_vmas() + 1; /* +1: the stall record buffer later */
 	long n = vmas - own, span = 0;
 	int memfd, filefd;
-	char *base, *p;
+	char *base, *p, *shmem_start = NULL;
 
+	if (untouched)
+		n /= 2;	/* each mapping and its PROT_NONE gap */
 	if (n < 3)
 		n = 3;
 	k[1].vmas = n / 4;
@@ -96,6 +122,8 @@ static void layout(long vmas, long rss_mib, bool heap, const char *file)
 	for (int i = 0; i < 3; i++) {
 		long left = k[i].budget;
 
+		if (i == 2)
+			shmem_start = p;
 		for (long j = 0; j < k[i].vmas; j++) {
 			size_t len = (size_t)k[i].pages * PAGE;
 
@@ -126,13 +154,18 @@ static void layout(long vmas, long rss_mib, bool heap, const char *file)
 				else
 					*c = 1;
 			}
-			if (munmap(p + len, PAGE))
+			if (!untouched && munmap(p + len, PAGE))
 				die("munmap gap");
 			p += len + PAGE;
 		}
 	}
 	close(memfd);
 	close(filefd);
+	if (shape == 's') {	/* the mappings holding half the shmem budget */
+		long half = (k[2].budget / 2 + k[2].pages - 1) / k[2].pages;
+
+		page_out_shmem(shmem_start, (size_t)(half * (k[2].pages + 1)) * PAGE);
+	}
 }
 
 static void stall(double seconds, const char *path)
@@ -188,24 +221,27 @@ static void stall(double seconds, const char *path)
 
 int main(int argc, char **argv)
 {
-	char line[4096], path[4096];
+	char line[4096], path[4096], self[64], *kind;
+	long long rss_kb;
+	struct sr_rollup r;
 	double secs;
-	struct totals t;
-	char self[64];
 
 	if (argc != 4)
-		die("usage: bench-target VMAS RSS_MIB FILE");
-	layout(atol(argv[1]), atol(argv[2]),
-	       argv[2][0] && argv[2][strlen(argv[2]) - 1] == 'h', argv[3]);
-	snprintf(self, sizeof(self), "/proc/%d/smaps_rollup", getpid());
-	if (sum_file(self, &t)) {
-		long long kb;
-
-		snprintf(self, sizeof(self), "/proc/%d/status", getpid());
-		status_rss(self, &kb);
-		t.v[F_RSS] = kb;
+		die("usage: bench-target VMAS RSS_MIB[h|u|s] FILE");
+	strtol(argv[2], &kind, 10);
+	if (kind[0] && (kind[1] || !strchr("hus", kind[0]))) {
+		errno = 0;
+		die("bad RSS_MIB[LAYOUT] %s", argv[2]);
 	}
-	printf("ready %d %ld %lld\n", getpid(), count_vmas(), t.v[F_RSS]);
+	layout(atol(argv[1]), atol(argv[2]), kind[0], argv[3]);
+	sr_path(self, sizeof(self), getpid(), "smaps_rollup");
+	if (read_rollup_path(self, &r) == 0) {
+		rss_kb = (long long)r.kb[SR_RSS];
+	} else {
+		sr_path(self, sizeof(self), getpid(), "status");
+		status_rss(self, &rss_kb);
+	}
+	printf("ready %d %ld %lld\n", getpid(), count_vmas(), rss_kb);
 	fflush(stdout);
 	while (read_line(0, line, sizeof(line)) > 0) {
 		if (sscanf(line, "stall %lf %4095s", &secs, path) == 2)

@@ -1,0 +1,327 @@
+"""results/README.md of a scripts/bench run (see bench/analyze.py)."""
+import os
+
+from bench_report import NOTES_RE, STALL_CONDS, cond_label, fmt, size_label, verdict
+from bench_stats import (INVERT_MEAN_FACTOR, KERNELS, MAX_SLOWDOWN, MIN_SPEEDUP,
+                         SPEEDUP_CELL, STALL_CONTROL_FACTOR, STALL_EXCESS_FACTOR, median,
+                         percentile, rss_key, stall_sizes)
+
+TCG_NOTE = ("**Every timing here was taken in a QEMU guest under TCG** (binary translation, "
+            "no KVM) on a 2-core host that other builds share. TCG inflates kernel and user "
+            "code by different, unknown factors, so absolute times are emulated, not hardware "
+            "times: **only ratios measured in the same run are meaningful**, and even they are "
+            "distorted (see Caveats). The host-kernel reference column was measured natively "
+            "on the host's own kernel for comparison.\n")
+
+
+def ms(x):
+    return f"{x / 1e3:.2f} ms"
+
+
+def setup_section(w, run, a):
+    info = run.run_info
+    w("## Setup\n")
+    w(f"- Kernels: stock `{info.get('stock_image', '?').split(',')[0]}`, "
+      f"series `{info.get('series_image', '?').split(',')[0]}`.")
+    cpus = sorted({m.get("cpus", "?") for m in run.metas.values()})
+    w(f"- Guest: `scripts/vm-run -m {info.get('guest_mem_mib')} -c 2`, TCG, `-cpu max`; "
+      f"CPUs online in the guest: {', '.join(cpus)}; the programs in bench/ are static "
+      "(bench/Makefile).")
+    if "1" in cpus:
+        w("- **The guest saw one CPU**: nothing could be pinned, so the stall and inversion "
+          "figures measure CPU sharing between target, readers and busy task as much as "
+          "mmap_lock.")
+    w("- Boot order (interleaved): " + ", ".join(f"{t} (host load {l})" for t, l in run.loads) + ".")
+    same_boot = sorted(t for t, m in run.metas.items() if m.get("same_boot"))
+    w("- Same-boot comparison (/proc/PID/smaps_rollup_stock, stock's implementation in the "
+      "series kernel): " + (", ".join(same_boot) if same_boot else "not available in these kernels") + ".")
+    w("- Target (bench/target.c): the VMA count includes the process's own few; resident "
+      "memory is half anonymous (MADV_NOHUGEPAGE, so 4 KiB PTEs), a quarter file-backed (a "
+      "sparse file on the 9p scratch mount, read-faulted), a quarter shmem (memfd). Each "
+      "mapping is followed by a hole so none merge; with more mappings than resident pages "
+      "the extra mappings stay empty. Layouts: spread; heap (the anonymous half in one VMA); "
+      "half-untouched (each hole a PROT_NONE reservation instead, never touched, no "
+      "anon_vma); shmem-swap (half the shmem paged out to zram with MADV_PAGEOUT).")
+    if run.fields:
+        key = SPEEDUP_CELL if SPEEDUP_CELL in run.fields else sorted(run.fields)[0]
+        f = run.fields[key]
+        w(f"- Example, {key[0]} VMAs / {key[1]} MiB, series rollup: Rss {f['Rss']} kB, "
+          f"Pss_Anon {f['Pss_Anon']}, Pss_File {f['Pss_File']}, Pss_Shmem {f['Pss_Shmem']} kB.")
+    w("- Methods: 1 = read /proc/PID/smaps in 256 KiB read()s and sum every rollup field "
+      "with the selftests' parser (smaps_rollup_format.h); 2 = fork+exec `awk` (mawk) "
+      "summing every `kB` field of smaps (the 2016 method, process start included); 3/4 = "
+      "read and parse smaps_rollup on the series/stock kernel; 5 = read /proc/PID/status and "
+      "parse VmRSS. Reads of one cell alternate between methods. Medians and p90 pool all "
+      "reads of all rounds (rounds after the first repeat only rollup, status and maps).\n")
+    w("### Guest clock\n")
+    w("| boot | kernel (uname -r -v) | clocksource | clock_getres | smallest delta | median delta | run s |")
+    w("|---|---|---|---|---|---|---:|")
+    for tag, m in sorted(run.metas.items()):
+        w(f"| {tag} | {m.get('uname')} | {m.get('clocksource')} | {m.get('getres_ns')} ns | "
+          f"{m.get('min_delta_ns')} ns | {m.get('median_delta_ns')} ns | {m.get('done', '?')} |")
+    w("\nThe smallest observed delta between consecutive `clock_gettime(CLOCK_MONOTONIC)` "
+      "calls is the effective resolution; it is far below the shortest operation timed "
+      "here (the fastest, status, takes tenths of a millisecond under TCG).\n")
+
+
+def cost_bars(w, run, a):
+    rows = [r for r in a["cost_rows"] if not rss_key(r["rss"])[1]]
+    cell = next((r for r in rows if (r["vmas"], r["rss"]) == SPEEDUP_CELL), None)
+    if cell:
+        speedup, met = cell["smaps_over_rollup"], cell["smaps_over_rollup"] >= MIN_SPEEDUP
+        short = (f" (short by {MIN_SPEEDUP - speedup:.1f}x, "
+                 f"{100 * (1 - speedup / MIN_SPEEDUP):.0f}%)" if not met else "")
+        host = cell["host"]
+        more = ", ".join(f"{r['smaps_over_rollup']:.1f}x at {r['rss']} MiB" for r in rows
+                         if r["vmas"] == SPEEDUP_CELL[0] and r["rss"] != SPEEDUP_CELL[1])
+        w(f"- **Bar 1: series rollup ≥ {MIN_SPEEDUP}x faster than smaps + C parser at "
+          f"{SPEEDUP_CELL[0]:,} VMAs**: {verdict(met)}: {speedup:.1f}x at {SPEEDUP_CELL[1]} MiB "
+          f"resident{short}"
+          + (f"; at {SPEEDUP_CELL[0]:,} VMAs with more resident memory: {more}" if more else "")
+          + f". Host kernel, natively: {fmt(host['smaps'] / host['rollup'], 1)}x.")
+    if rows:
+        worst = max(rows, key=lambda r: r["series_over_stock"])
+        over = [r for r in rows if r["series_over_stock"] > MAX_SLOWDOWN]
+        w(f"- **Bar 2: series within {100 * (MAX_SLOWDOWN - 1):.0f}% of stock or faster at "
+          f"every size**: {verdict(not over)}: series/stock median ratio from "
+          f"{min(r['series_over_stock'] for r in rows):.3f} to {worst['series_over_stock']:.3f} "
+          f"(worst at {worst['vmas']} VMAs / {worst['rss']} MiB, bootstrap 90% interval "
+          f"{worst['series_over_stock_ci'][0]:.3f}-{worst['series_over_stock_ci'][1]:.3f})"
+          + ("" if not over else f"; over {MAX_SLOWDOWN} at " + ", ".join(
+              f"{r['vmas']}/{r['rss']} MiB ({r['series_over_stock']:.3f}, rounds "
+              + "/".join(f"{x:.3f}" for x in r["series_over_stock_by_round"].values()) + ")"
+              for r in over))
+          + ". Fastest read against fastest read: " + ", ".join(
+              f"{r['vmas']}/{r['rss']} MiB {r['series_over_stock_fastest']:.2f}" for r in rows)
+          + ". Least squares: " + ", ".join(
+              f"{x['kernel']} {fmt(x['per_vma_us'])} µs per VMA and {fmt(x['per_gib_ms'])} ms per GiB"
+              for x in a["fits"] if x["method"] == "rollup" and x["kernel"] in KERNELS)
+          + ". Unchanged code as noise controls, series/stock (pooled): /proc/PID/maps "
+          + ", ".join(fmt(r["maps_series_over_stock"]) for r in rows)
+          + "; /proc/PID/smaps " + ", ".join(fmt(r["smaps_series_over_stock"]) for r in rows) + ".")
+    same = [r for r in a["cost_rows"] if r["n"]["same_boot_stock"]]
+    if same:
+        w("- **Same boot, series over stock's implementation (smaps_rollup / "
+          "smaps_rollup_stock)**: " + ", ".join(
+              f"{r['vmas']}/{r['rss']} MiB {r['same_boot_series_over_stock']:.3f}" for r in same)
+          + ".")
+
+
+def stall_bars(w, a):
+    for v in a["stall_verdicts"]:
+        s, st, sc, stc, sb = v.series, v.stock, v.series_control, v.stock_control, v.same_boot
+        head = f"({size_label(v.vmas, v.rss)}, {v.readers} reader(s))"
+        w(f"- **Stall: series p99 within {STALL_CONTROL_FACTOR}x of its status control** {head}: "
+          f"{verdict(v.within_control)}: series {ms(s['p99'])} against the control's "
+          f"{ms(sc['p99'])} ({s['p99'] / sc['p99']:.2f}x); stock {ms(st['p99'])} against "
+          f"{ms(stc['p99'])} ({st['p99'] / stc['p99']:.2f}x).")
+        w(f"- **Stall: series p99 above the control ≥ {STALL_EXCESS_FACTOR}x lower than "
+          f"stock's** {head}: {verdict(v.excess_tenfold)}: series {ms(s['above_control'])}, "
+          f"stock {ms(st['above_control'])}"
+          + (f"; same boot, stock's implementation {ms(sb['above_control'])}: "
+             f"{verdict(v.same_boot_tenfold)}" if sb else "") + ".")
+        w(f"- **Bar 3: target p99 with series readers no worse than with stock readers** "
+          f"{head}: {verdict(v.no_worse)}: series {ms(s['p99'])} (rounds "
+          + "/".join(f"{x / 1e3:.1f}" for x in s["p99_by_round"].values())
+          + f") against stock {ms(st['p99'])} (rounds "
+          + "/".join(f"{x / 1e3:.1f}" for x in st["p99_by_round"].values())
+          + f"); mmap p99 series {ms(s['mmap_p99'])}, stock {ms(st['mmap_p99'])}.")
+
+
+def invert_bars(w, a):
+    for kernel, cond, s, control, mean_ok, max_ok in a["invert_verdicts"]:
+        is_bar = kernel == "series" and cond.startswith("rollup:")
+        what = "**Inversion bar**" if is_bar else "Inversion, for comparison"
+        w(f"- {what} ({kernel} kernel, {cond_label(cond)}, {s['readers']} reader(s)): "
+          f"mapper mean within {INVERT_MEAN_FACTOR}x of the status control: "
+          f"{verdict(mean_ok)} ({fmt(s['mean'])} against {fmt(control['mean'])} µs, "
+          f"{s['mean'] / control['mean']:.2f}x); max no worse than the control's: "
+          f"{verdict(max_ok)} ({fmt(s['max'])} against {fmt(control['max'])} µs).")
+
+
+def cost_section(w, run, a):
+    rows = [r for r in a["cost_rows"] if not rss_key(r["rss"])[1]]
+    w("## Cost per read (medians, ms; TCG guest, emulated times)\n")
+    w("| VMAs | RSS MiB | 1. smaps+C | 2. awk | 3. series rollup | 4. stock rollup | 5. status | "
+      "1/3 | 2/3 | 3/4 | 3/4 per round | 3/4 fastest reads | 3/5 | smaps series/stock | "
+      "host 1/3 | host 2/3 |")
+    w("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|")
+    for r in rows:
+        m, h = r["median"], r["host"]
+        w(f"| {r['nvmas']} | {r['rss_mib']:.0f} | {fmt(m['smaps'])} | {fmt(m['awk'])} | "
+          f"{fmt(m['series'], 3)} | {fmt(m['stock'], 3)} | {fmt(m['status'], 3)} | "
+          f"{fmt(r['smaps_over_rollup'], 1)} | {fmt(r['awk_over_rollup'], 1)} | "
+          f"{fmt(r['series_over_stock'], 3)} | "
+          + " / ".join(f"{x:.3f}" for x in r["series_over_stock_by_round"].values())
+          + f" | {fmt(r['series_over_stock_fastest'], 3)} | {fmt(r['rollup_over_status'], 0)} | "
+          f"{fmt(r['smaps_series_over_stock'], 3)} | {fmt(h['smaps'] / h['rollup'], 1)} | "
+          f"{fmt(h['awk'] / h['rollup'], 1)} |")
+    w("\np90 (ms), same cells:\n")
+    w("| VMAs | RSS MiB | 1. smaps+C | 2. awk | 3. series rollup | 4. stock rollup | 5. status | reads (1/2/3/4/5) |")
+    w("|---:|---:|---:|---:|---:|---:|---:|---|")
+    for r in rows:
+        p, n = r["p90"], r["n"]
+        w(f"| {r['nvmas']} | {r['rss_mib']:.0f} | {fmt(p['smaps'])} | {fmt(p['awk'])} | "
+          f"{fmt(p['series'], 3)} | {fmt(p['stock'], 3)} | {fmt(p['status'], 3)} | "
+          f"{n['smaps']}/{n['awk']}/{n['series']}/{n['stock']}/{n['status']} |")
+    w("\nRatios: 1/3 = smaps + C parser over series rollup, 2/3 = awk over series rollup, "
+      "3/4 = series rollup over stock rollup (below 1: series faster), 3/5 = series rollup "
+      "over status. 3/4 per round: the median ratio of each stock/series boot pair; it "
+      "swings with how fast each boot ran on the shared host. 3/4 fastest reads: the "
+      "fastest series read over the fastest stock read, the estimate least touched by "
+      "host preemption of the vCPU threads. smaps series/stock: /proc/PID/smaps, which the "
+      "series must not change (about 1 but for boot-to-boot noise). VMAs and RSS are as "
+      "measured in the target. Files: cost.csv (per cell), cost-long.csv (every kernel and "
+      "method), cost-samples.csv (every read).\n")
+    w("![cost against VMAs](cost-vs-vmas.png)\n")
+    w("![cost against RSS](cost-vs-rss.png)\n")
+
+
+def layout_section(w, run, a):
+    rows = [r for r in a["cost_rows"] if rss_key(r["rss"])[1]]
+    if not rows:
+        return
+    w("## Half-untouched and shmem-swap targets (medians, ms; TCG guest, emulated times)\n")
+    w("| layout | VMAs | RSS MiB | Swap kB | series rollup | stock rollup | series/stock | "
+      "3/4 per round | maps series/stock | status series/stock | same boot: stock file | "
+      "series/stock file | maps | status |")
+    w("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        m = r["median"]
+        swap = run.fields.get((r["vmas"], r["rss"]), {}).get("Swap", "–")
+        w(f"| {size_label(r['vmas'], r['rss']).split(', ', 2)[2]} | {r['nvmas']} | "
+          f"{r['rss_mib']:.0f} | {swap} | {fmt(m['series'], 3)} | {fmt(m['stock'], 3)} | "
+          f"{fmt(r['series_over_stock'], 3)} | "
+          + " / ".join(f"{x:.3f}" for x in r["series_over_stock_by_round"].values())
+          + f" | {fmt(r['maps_series_over_stock'], 3)} | {fmt(r['status_series_over_stock'], 3)} | "
+          f"{fmt(m['same_boot_stock'], 3)} | "
+          f"{fmt(r['same_boot_series_over_stock'], 3)} | {fmt(m['maps'], 3)} | "
+          f"{fmt(m['status'], 3)} |")
+    w("\nHalf-untouched: each mapping is followed by a one-page PROT_NONE anonymous "
+      "reservation that is never touched (no anon_vma), so half the VMAs have nothing "
+      "to walk. Shmem-swap: half the memfd pages paged out to zram (Swap column: the "
+      "series rollup's), so the shmem swap accounting runs. maps and status series/stock: "
+      "the controls, code the series does not change, across the two kernels. Same boot (a "
+      "series kernel with /proc/PID/smaps_rollup_stock only): stock's implementation read "
+      "in the series boot, the series rollup over it, and that boot's maps and status "
+      "reads (ms) beside them.\n")
+
+
+def fits_section(w, a):
+    w("## Where the time goes (least squares over the medians)\n")
+    w("| method | per VMA (µs) | R² | per resident GiB (ms) | R² | joint fit: per VMA µs, per GiB ms, R² |")
+    w("|---|---:|---:|---:|---:|---|")
+    for x in a["fits"]:
+        w(f"| {x['label']} | {fmt(x['per_vma_us'])} | {x['vma_r2']:.3f} | {fmt(x['per_gib_ms'])} | "
+          f"{x['gib_r2']:.3f} | {fmt(x['joint_per_vma_us'])}, {fmt(x['joint_per_gib_ms'])}, "
+          f"{x['joint_r2']:.3f} |")
+    w("\nPer VMA: slope over the VMA sweep at 16 MiB resident; per GiB: slope over the "
+      "resident sweep at 4,000 VMAs; joint: `t = a + b·VMAs + c·GiB` over every spread cell. "
+      "The page walk is the floor of any format: about 22 ms of system time per GB was "
+      "reported on hardware (process-exporter), 4-5 ms per GiB measured natively on this "
+      "host class. The guest's per-GiB slope over a native one is roughly TCG's slowdown of "
+      "the walk. File: fit.csv.\n")
+
+
+def stall_section(w, a):
+    w("## Target stall (mmap + touch 64 KiB + munmap, per operation; µs, TCG guest, emulated)\n")
+    for vmas, rss in stall_sizes(a["stall"]):
+        w(f"**{size_label(vmas, rss)}**:\n")
+        w("| readers | kernel | ops | p50 | p99 | p99.9 | max | p99 above control | "
+          "p99 per round | mmap p99 | munmap p99 | reader reads | reader read p50 ms |")
+        w("|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|")
+        for cond in STALL_CONDS:
+            for kernel in KERNELS:
+                s = a["stall"].get((kernel, vmas, rss, cond))
+                if not s:
+                    continue
+                w(f"| {cond_label(cond)} | {kernel} | {s['ops']} | {s['p50']:.0f} | "
+                  f"{s['p99']:.0f} | {s['p999']:.0f} | {s['max']:.0f} | {fmt(s['above_control'], 0)} | "
+                  + " / ".join(f"{x:.0f}" for x in s["p99_by_round"].values())
+                  + f" | {s['mmap_p99']:.0f} | {s['munmap_p99']:.0f} | {s['reads']} | "
+                  f"{fmt(s['read_p50_ms'], 3)} |")
+        w(f"\n![stall {vmas} {rss}](stall-{vmas}-{rss}.png)\n")
+    w("The target runs pinned to vCPU 0 and its readers to vCPU 1 (when the guest has "
+      "two CPUs, see Setup), so that they do not compete for a CPU. `none` has no reader; `status:N` has N readers looping on "
+      "/proc/PID/status, the control (the same reader load without the page walk or "
+      "mmap_lock); `rollup:N` N readers looping on smaps_rollup; `stock file:N` (a "
+      "bench-only series kernel) on stock's implementation in the same boot. "
+      "`p99 above control`: the p99 less the same kernel's status:N p99. File: stall.csv "
+      "(also p90 and touch p99).\n")
+
+
+def invert_section(w, a):
+    if not a["invert"]:
+        return
+    w("## Priority inversion (mapper's mmap/munmap latency, µs; TCG guest, emulated)\n")
+    w("| kernel | readers | runs | ops | mean | max | mmap mean | mmap max | munmap mean | "
+      "munmap max | reader reads |")
+    w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for cond in STALL_CONDS:
+        for kernel in KERNELS:
+            s = a["invert"].get((kernel, cond))
+            if s:
+                w(f"| {kernel} | {cond_label(cond)} | {s['runs']} | {s['ops']:.0f} | "
+                  f"{fmt(s['mean'])} | {fmt(s['max'])} | {fmt(s['mmap_mean'])} | "
+                  f"{fmt(s['mmap_max'])} | {fmt(s['munmap_mean'])} | {fmt(s['munmap_max'])} | "
+                  f"{s['reads']:.0f} |")
+    w("\nA mapper pinned to vCPU 0 unmaps and maps back one random page of a populated "
+      "128 MiB anonymous region, pausing 10 µs after each call; on vCPU 1 the readers "
+      "loop at nice 15 beside a nice-0 task busy for 2 ms, asleep for 1 ms. Each figure is "
+      "the median over the runs of a run's mean (or max) over all its mmap and munmap "
+      "calls. File: invert.csv.\n")
+
+
+def fleet_section(w, run, a):
+    w("## Fleet sweep (every /proc/PID, one read each)\n")
+    w("| kernel | method | processes swept | read OK | sweeps | median ms | p90 ms |")
+    w("|---|---|---:|---:|---:|---:|---:|")
+    for method in ("rollup", "status", "smaps"):
+        for kernel in KERNELS:
+            d = run.fleet.get((kernel, method))
+            if d:
+                w(f"| {kernel} | {method} | {median(d['pids']):.0f} | {median(d['ok']):.0f} | "
+                  f"{len(d['ms'])} | {median(d['ms']):.1f} | {percentile(d['ms'], 0.9):.1f} |")
+    stock, series = run.fleet.get(("stock", "rollup")), run.fleet.get(("series", "rollup"))
+    if stock and series:
+        w(f"\nSeries over stock, rollup sweep: {median(series['ms']) / median(stock['ms']):.3f} "
+          "(pooled medians); divided by each boot's status sweep, per round: "
+          + " / ".join(f"{x:.3f}" for x in a["fleet_ratios"]) + ".")
+    w("\nThe guest runs " + (f"{stock['procs']} " if stock else "")
+      + "`/bin/cat` processes blocked on a pipe, plus its kernel threads (which have no "
+      "mm: smaps_rollup fails on them with ESRCH, status has no VmRSS; `read OK` counts "
+      "reads that gave a value). File: fleet.csv.\n")
+
+
+def readme(run, a, old_readme):
+    """The README text; keeps the hand-written notes block of OLD_README."""
+    out = []
+    w = out.append
+    info = run.run_info
+    w("# smaps_rollup benchmarks\n")
+    w("Generated by `bench/analyze.py` from one run of `scripts/bench` "
+      f"(plan **{info.get('plan')}**, {info.get('rounds')} round(s), "
+      f"{info.get('started')} to {info.get('finished', '?')}).\n")
+    w(TCG_NOTE)
+    w("Reproduce: `make bench` (= `scripts/bench`), or `QUICK=1 scripts/bench` for a reduced "
+      "smoke run (results in build/bench-quick). The CSVs and plots in this directory come "
+      "from that command; the raw per-boot output stays in build/scratch/bench/RUN.\n")
+    setup_section(w, run, a)
+    w("## Bars\n")
+    cost_bars(w, run, a)
+    stall_bars(w, a)
+    invert_bars(w, a)
+    w("")
+    cost_section(w, run, a)
+    layout_section(w, run, a)
+    fits_section(w, a)
+    stall_section(w, a)
+    invert_section(w, a)
+    fleet_section(w, run, a)
+    notes = None
+    if old_readme and os.path.exists(old_readme):
+        with open(old_readme) as f:
+            notes = NOTES_RE.search(f.read())
+    w("## Caveats and analysis\n")
+    w(notes.group(0) if notes else "<!-- notes -->\n(no notes yet)\n<!-- /notes -->")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,207 @@
+"""Write a scripts/bench run's CSVs, gnuplot PNGs and README.md (see
+bench/analyze.py)."""
+import math
+import os
+import re
+import subprocess
+
+from bench_stats import KERNELS, SAME_BOOT_STOCK, median, percentile, rss_key, stall_sizes
+
+LAYOUTS = {"": "spread", "h": "heap", "u": "half-untouched", "s": "shmem-swap"}
+STALL_CONDS = ("none", "status:1", "rollup:1", f"{SAME_BOOT_STOCK}:1",
+               "status:2", "rollup:2", f"{SAME_BOOT_STOCK}:2")
+NOTES_RE = re.compile(r"<!-- notes -->.*?<!-- /notes -->", re.S)
+
+
+def fmt(x, digits=2):
+    """A figure for the README: fewer decimals as it grows; – for none."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    if abs(x) >= 100:
+        return f"{x:.0f}"
+    if abs(x) >= 10:
+        return f"{x:.1f}"
+    return f"{x:.{digits}f}"
+
+
+def csv_value(v):
+    return f"{v:.4f}" if isinstance(v, float) else str(v)
+
+
+def verdict(met):
+    return "met" if met else "MISSED"
+
+
+def write_csv(path, header, rows):
+    with open(path, "w") as f:
+        f.write(",".join(header) + "\n")
+        for row in rows:
+            f.write(",".join(csv_value(v) for v in row) + "\n")
+
+
+def layout_of(rss):
+    return LAYOUTS[rss_key(rss)[1]]
+
+
+def size_label(vmas, rss):
+    mib, layout = rss_key(rss)
+    what = {"": "spread over the VMAs", "h": "the anonymous half in one VMA",
+            "u": "half the VMAs untouched PROT_NONE reservations",
+            "s": "half the shmem swapped out"}[layout]
+    return f"{vmas} VMAs, {mib} MiB resident, {what}"
+
+
+def cond_label(cond):
+    return cond.replace(SAME_BOOT_STOCK, "stock file")
+
+
+# ------------------------------------------------------------------- CSVs
+def cost_columns(rounds):
+    """cost.csv: (header, value of a row) pairs; the plots find columns by header."""
+    def med(label):
+        return lambda r: r["median"][label]
+
+    def p90(label):
+        return lambda r: r["p90"][label]
+    columns = [
+        ("vmas", lambda r: r["vmas"]), ("rss_mib", lambda r: rss_key(r["rss"])[0]),
+        ("layout", lambda r: layout_of(r["rss"])), ("nvmas", lambda r: r["nvmas"]),
+        ("rss_mib_actual", lambda r: round(r["rss_mib"], 1)),
+        ("smaps_ms", med("smaps")), ("smaps_p90", p90("smaps")),
+        ("awk_ms", med("awk")), ("awk_p90", p90("awk")),
+        ("rollup_series_ms", med("series")), ("rollup_series_p90", p90("series")),
+        ("rollup_stock_ms", med("stock")), ("rollup_stock_p90", p90("stock")),
+        ("status_ms", med("status")), ("status_p90", p90("status")),
+        ("maps_ms", med("maps")), ("rollup_stock_file_same_boot_ms", med("same_boot_stock")),
+        ("smaps_over_rollup", lambda r: r["smaps_over_rollup"]),
+        ("awk_over_rollup", lambda r: r["awk_over_rollup"]),
+        ("series_over_stock", lambda r: r["series_over_stock"]),
+        ("series_over_stock_ci05", lambda r: r["series_over_stock_ci"][0]),
+        ("series_over_stock_ci95", lambda r: r["series_over_stock_ci"][1]),
+        ("series_over_stock_fastest", lambda r: r["series_over_stock_fastest"]),
+        ("rollup_over_status", lambda r: r["rollup_over_status"]),
+        ("smaps_series_over_stock", lambda r: r["smaps_series_over_stock"]),
+        ("maps_series_over_stock", lambda r: r["maps_series_over_stock"]),
+        ("status_series_over_stock", lambda r: r["status_series_over_stock"]),
+        ("same_boot_series_over_stock", lambda r: r["same_boot_series_over_stock"]),
+    ]
+    columns += [(f"series_over_stock_round{n}",
+                 lambda r, n=n: r["series_over_stock_by_round"][n]) for n in rounds]
+    columns += [("host_smaps_over_rollup", lambda r: r["host"]["smaps"] / r["host"]["rollup"]),
+                ("host_awk_over_rollup", lambda r: r["host"]["awk"] / r["host"]["rollup"]),
+                ("host_rollup_over_status", lambda r: r["host"]["rollup"] / r["host"]["status"])]
+    return columns
+
+
+def write_csvs(out, run, a):
+    rows, rounds = a["cost_rows"], run.rounds
+    write_csv(os.path.join(out, "cost-samples.csv"), ["kernel", "round", "vmas", "rss_mib",
+                                                       "method", "ms"],
+              [(k, r, v, rs, m, x) for (k, v, rs, m), by_round in sorted(run.cost.items())
+               for r in sorted(by_round) for x in by_round[r]])
+    long_rows = []
+    for (kernel, vmas, rss, method) in sorted(run.cost):
+        ms = run.samples(kernel, vmas, rss, method)
+        nvmas, rss_kb = run.cell_info[(kernel, vmas, rss)]
+        long_rows.append((kernel, vmas, rss, nvmas, rss_kb, method, len(ms), median(ms),
+                          percentile(ms, 0.9), min(ms)))
+    write_csv(os.path.join(out, "cost-long.csv"), ["kernel", "vmas", "rss_mib", "nvmas", "rss_kb",
+                                                    "method", "n", "median_ms", "p90_ms", "min_ms"],
+              long_rows)
+    columns = cost_columns(rounds)
+    write_csv(os.path.join(out, "cost.csv"), [h for h, _ in columns],
+              [[get(r) for _, get in columns] for r in rows])
+    fit_keys = ("kernel", "method", "per_vma_us", "vma_intercept_ms", "vma_r2", "vma_points",
+                "per_gib_ms", "gib_intercept_ms", "gib_r2", "gib_points", "joint_intercept_ms",
+                "joint_per_vma_us", "joint_per_gib_ms", "joint_r2")
+    write_csv(os.path.join(out, "fit.csv"), fit_keys, [[x[k] for k in fit_keys] for x in a["fits"]])
+    stall_keys = ("rounds", "ops", "p50", "p90", "p99", "p999", "max", "above_control",
+                  "mmap_p99", "touch_p99", "munmap_p99", "reads", "read_p50_ms")
+    write_csv(os.path.join(out, "stall.csv"),
+              ["kernel", "vmas", "rss_mib", "condition"]
+              + [k if k in ("rounds", "ops", "reads", "read_p50_ms") else f"{k}_us"
+                 for k in stall_keys] + [f"p99_round{n}_us" for n in rounds],
+              [list(key) + [s[k] for k in stall_keys]
+               + [s["p99_by_round"].get(n, float("nan")) for n in rounds]
+               for key, s in sorted(a["stall"].items())])
+    invert_keys = ("readers", "runs", "ops", "mean", "max", "mmap_mean", "mmap_max",
+                   "munmap_mean", "munmap_max", "reads")
+    write_csv(os.path.join(out, "invert.csv"),
+              ["kernel", "condition"] + [k if k in ("readers", "runs", "ops", "reads")
+                                         else f"{k}_us" for k in invert_keys],
+              [list(key) + [s[k] for k in invert_keys] for key, s in sorted(a["invert"].items())])
+    write_csv(os.path.join(out, "fleet.csv"), ["kernel", "method", "processes_spawned",
+                                                "pids_swept", "pids_read", "sweeps",
+                                                "median_ms", "p90_ms"],
+              [(k, m, d["procs"], median(d["pids"]), median(d["ok"]), len(d["ms"]),
+                median(d["ms"]), percentile(d["ms"], 0.9)) for (k, m), d in sorted(run.fleet.items())])
+
+
+# ------------------------------------------------------------------ plots
+COST_LINES = (("smaps_ms", "1. smaps + C parser (series)", ""),
+              ("awk_ms", "2. awk over smaps (series)", ""),
+              ("rollup_series_ms", "3. smaps_rollup (series)", ""),
+              ("rollup_stock_ms", "4. smaps_rollup (stock)", " dt 2"),
+              ("status_ms", "5. status VmRSS (series)", ""))
+STALL_BARS = (("p50", "stock", "#9ecae1"), ("p50", "series", "#fdae6b"),
+              ("p99", "stock", "#3182bd"), ("p99", "series", "#e6550d"),
+              ("max", "stock", "#08519c"), ("max", "series", "#a63603"))
+
+
+def cost_plot(source, x, col):
+    """A gnuplot plot command: every COST_LINES column of SOURCE against column X."""
+    parts = []
+    for i, (name, title, style) in enumerate(COST_LINES):
+        src = f'"{source}"' if i == 0 else '""'
+        parts.append(f'{src} using {x}:{col(name)} with linespoints{style} title "{title}"')
+    return "plot " + ", ".join(parts)
+
+
+def write_plots(out, raw, a, rounds):
+    """gnuplot: cost against VMAs and RSS, and one stall chart per size."""
+    header = [h for h, _ in cost_columns(rounds)]
+
+    def col(name):
+        return header.index(name) + 1
+    csv_path = os.path.join(out, "cost.csv")
+    spread = f'${col("layout")} ~ /^spread$/'
+    vma_sweep = f"< awk -F, '{spread} && ${col('rss_mib')} == 16' {csv_path}"
+    rss_sweep = f"< awk -F, '{spread} && ${col('vmas')} == 4000' {csv_path}"
+    gp = ['set terminal pngcairo noenhanced size 900,600 font "sans,10"',
+          'set datafile separator ","', "set key top left", "set grid", "set logscale y",
+          'set ylabel "time per read (ms, median; TCG guest, emulated)"',
+          f'set output "{out}/cost-vs-vmas.png"', "set logscale x",
+          'set title "Cost of one read against VMAs (16 MiB resident)"',
+          'set xlabel "VMAs in the target"', cost_plot(vma_sweep, col("nvmas"), col),
+          f'set output "{out}/cost-vs-rss.png"',
+          'set title "Cost of one read against resident memory (4,000 VMAs)"',
+          'set xlabel "resident memory (MiB)"', cost_plot(rss_sweep, col("rss_mib_actual"), col)]
+    plots = ["cost-vs-vmas.png", "cost-vs-rss.png"]
+    dat_header = ["cond"] + [f"{k}_{stat}" for stat, k, _ in STALL_BARS]
+    for vmas, rss in stall_sizes(a["stall"]):
+        dat = os.path.join(raw, f"stall-{vmas}-{rss}.dat")
+        with open(dat, "w") as f:
+            f.write("# " + " ".join(dat_header) + "\n")
+            for cond in STALL_CONDS:
+                got = {k: a["stall"].get((k, vmas, rss, cond)) for k in KERNELS}
+                if all(got.values()):
+                    f.write(f'"{cond}" ' + " ".join(f"{got[k][stat]:.1f}" for stat, k, _ in STALL_BARS)
+                            + "\n")
+        name = f"stall-{vmas}-{rss}.png"
+        bars = ", ".join(f'"{dat if i == 0 else ""}" using {dat_header.index(f"{k}_{stat}") + 1}'
+                         + (":xtic(1)" if i == 0 else "") + f' title "{k} {stat}" lc rgb "{color}"'
+                         for i, (stat, k, color) in enumerate(STALL_BARS))
+        gp += [f'set output "{out}/{name}"', "unset logscale x", "set datafile separator whitespace",
+               "set style data histogram", "set style histogram cluster gap 1",
+               "set style fill solid 0.8 border -1", "set boxwidth 0.9",
+               f'set title "Target (vCPU 0) mmap + touch 64 KiB + munmap, {size_label(vmas, rss)}, '
+               'while N readers (vCPU 1) loop"',
+               'set ylabel "latency per operation (us, log; TCG guest, emulated)"',
+               'set xlabel "readers"', "plot " + bars, 'set datafile separator ","']
+        plots.append(name)
+    script = os.path.join(raw, "plots.gp")
+    with open(script, "w") as f:
+        f.write("\n".join(gp) + "\n")
+    if subprocess.call(["gnuplot", script]) != 0:
+        raise SystemExit("gnuplot failed")
+    return plots

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Unit test of bench/analyze.py on bench/testdata/run, a small raw run
+whose figures bench/testdata/synthesise.py chose (see its docstring).
+
+    cd bench && python3 -m unittest -v test_analyze     (or make -C bench check)
+"""
+import contextlib
+import io
+import math
+import os
+import shutil
+import tempfile
+import unittest
+
+import analyze
+import bench_stats
+
+RAW = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", "run")
+
+
+class AnalyzeTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="bench-analyze-")
+        raw = os.path.join(cls.tmp, "raw")
+        shutil.copytree(RAW, raw)  # the plots' data files go into RAW
+        cls.out = os.path.join(cls.tmp, "results")
+        with contextlib.redirect_stdout(io.StringIO()):
+            cls.raw_run, cls.figures = analyze.main(raw, cls.out,
+                                                plots=shutil.which("gnuplot") is not None)
+        with open(os.path.join(cls.out, "README.md")) as f:
+            cls.readme = f.read()
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def row(self, vmas, rss):
+        return next(r for r in self.figures["cost_rows"] if (r["vmas"], r["rss"]) == (vmas, rss))
+
+    def test_cost_ratios(self):
+        row = self.row(4000, "16")
+        self.assertAlmostEqual(row["median"]["series"], 2.0)
+        self.assertAlmostEqual(row["series_over_stock"], 1.25)
+        self.assertAlmostEqual(row["smaps_over_rollup"], 30.0)
+        self.assertAlmostEqual(row["smaps_series_over_stock"], 1.25)
+        self.assertAlmostEqual(row["same_boot_series_over_stock"], 1.25)
+        self.assertAlmostEqual(row["series_over_stock_by_round"][1], 1.25)
+        self.assertAlmostEqual(self.row(4000, "16u")["series_over_stock"], 1.0)
+        self.assertTrue(math.isnan(row["host"]["rollup"]))
+
+    def test_fit_per_vma(self):
+        series = next(x for x in self.figures["fits"]
+                      if (x["kernel"], x["method"]) == ("series", "rollup"))
+        self.assertAlmostEqual(series["per_vma_us"], 0.5)
+        self.assertEqual(series["vma_points"], 2)
+
+    def test_stall(self):
+        stall = self.figures["stall"]
+        series = stall[("series", 16000, "128h", "rollup:1")]
+        self.assertEqual(series["ops"], 20)
+        self.assertAlmostEqual(series["p50"], 100.0)
+        self.assertAlmostEqual(series["p99"], 1100.0)
+        self.assertAlmostEqual(series["above_control"], 100.0)
+        self.assertAlmostEqual(stall[("stock", 16000, "128h", "rollup:1")]["above_control"], 2000.0)
+        (verdict,) = self.figures["stall_verdicts"]
+        self.assertTrue(verdict.within_control)
+        self.assertTrue(verdict.excess_tenfold)
+        self.assertTrue(verdict.same_boot_tenfold)
+        self.assertAlmostEqual(verdict.same_boot["above_control"], 1500.0)
+
+    def test_invert(self):
+        series = self.figures["invert"][("series", "rollup:1")]
+        self.assertAlmostEqual(series["mean"], 55.0)
+        self.assertAlmostEqual(series["max"], 450.0)
+        verdicts = {(k, c): (mean_ok, max_ok)
+                    for k, c, _, _, mean_ok, max_ok in self.figures["invert_verdicts"]}
+        self.assertEqual(verdicts[("series", "rollup:1")], (True, True))
+        self.assertEqual(verdicts[("stock", "rollup:1")], (False, False))
+
+    def test_fleet(self):
+        self.assertAlmostEqual(self.figures["fleet_ratios"][0], 1.1)
+
+    def test_readme_bars(self):
+        self.assertIn("Bar 1: series rollup ≥ 12x faster than smaps + C parser at 4,000 "
+                      "VMAs**: met: 30.0x", self.readme)
+        self.assertIn("within 5% of stock or faster at every size**: MISSED", self.readme)
+        self.assertIn("same boot, stock's implementation 1.50 ms: met", self.readme)
+        self.assertIn("(series kernel, rollup:1, 1 reader(s)): mapper mean within 1.2x of "
+                      "the status control: met (55.0 against 50.0 µs", self.readme)
+        self.assertIn("<!-- notes -->", self.readme)
+        self.assertNotIn("NOTES.md", self.readme)
+
+    def test_csv_headers(self):
+        with open(os.path.join(self.out, "cost.csv")) as f:
+            header = f.readline().rstrip("\n").split(",")
+        self.assertIn("series_over_stock", header)
+        self.assertNotIn("r34_maps_normalised", header)
+        self.assertEqual(header.index("layout"), 2)
+
+    def test_percentile(self):
+        self.assertEqual(bench_stats.percentile([3, 1, 2, 4], 0.5), 2)
+        self.assertEqual(bench_stats.percentile(list(range(1, 101)), 0.99), 99)
+        self.assertEqual(bench_stats.median([1, 2, 3, 10]), 2.5)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Write bench/testdata/run/: a small raw scripts/bench run in the real
+format (QUICK plan, one round, stock and series kernels, the series one
+with /proc/PID/smaps_rollup_stock), with figures chosen so that
+bench/test_analyze.py knows every result:
+
+- cost, ms: series rollup 2.0 at 4,000 VMAs and 8.0 at 16,000 (16 MiB),
+  4.0 at 4,000 VMAs and 64 MiB; stock 1.6, 6.4 and 3.2 (series/stock
+  1.25, bar 2 missed), stock's file in the series boot the same as stock;
+  smaps 30x rollup on both kernels (bar 1: 30x, met);
+  the half-untouched cell (4000:16u) 1.0 on both.
+- stall, 16000:128h, 20 ops per condition, all 100 µs but one spike:
+  status:1 1000 µs on both kernels, series rollup:1 1100, stock rollup:1
+  3000, stock's file in the series boot 2500.
+- inversion, 3 runs: series status:1 means 50 µs, max 500; series
+  rollup:1 means 54/55/70, max 400/450/900; stock status:1 as series',
+  stock rollup:1 means 190/200/210, max 5000.
+- fleet: rollup sweeps series 10 and 12 ms, stock 10 ms; status 5 ms.
+
+Run it again after changing the raw format; it overwrites the files.
+"""
+import array
+import os
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "run")
+FIELDS = ("Rss=17228,Pss=17224,Pss_Dirty=12356,Pss_Anon=8268,Pss_File=4860,Pss_Shmem=4096,"
+          "Shared_Clean=4,Shared_Dirty=0,Private_Clean=4868,Private_Dirty=12356,"
+          "Referenced=17228,Anonymous=8268,KSM=0,LazyFree=0,AnonHugePages=0,ShmemPmdMapped=0,"
+          "FilePmdMapped=0,Shared_Hugetlb=0,Private_Hugetlb=0,Swap=0,SwapPss=0,Locked=0")
+SAME_BOOT = "rollup=smaps_rollup_stock"
+
+
+def write(name, lines):
+    with open(os.path.join(OUT, name), "w") as f:
+        f.write("".join(line + "\n" for line in lines))
+
+
+def cost_lines(kernel):
+    rollup = {"series": (2.0, 8.0, 4.0), "stock": (1.6, 6.4, 3.2)}[kernel]
+    lines = []
+    cells = ((4000, 16, 3999, 17228), (16000, 16, 15999, 17228), (4000, 64, 3999, 66380))
+    for (vmas, rss, nvmas, rss_kb), ms in zip(cells, rollup):
+        cell = f"{vmas},{rss},{nvmas},{rss_kb}"
+        lines.append(f"fields,{cell},rollup,{FIELDS}")
+        methods = [("smaps", [ms * 30] * 2), ("awk", [ms * 100]),
+                   ("rollup", [ms * 0.95, ms, ms * 1.05]), ("status", [0.1] * 3),
+                   ("maps", [1.0] * 3)]
+        if kernel == "series":
+            methods.append((SAME_BOOT, [ms / 1.25] * 3))
+        for method, reads in methods:
+            lines += [f"cost,{cell},{method},{i},{round(x * 1e6)},17224"
+                      for i, x in enumerate(reads)]
+    lines.append(f"fields,4000,16u,3999,17228,rollup,{FIELDS}")
+    lines += [f"cost,4000,16u,3999,17228,{m},{i},1000000,17224"
+              for m in ("rollup", "status", "maps") for i in range(3)]
+    return lines
+
+
+def stall(kernel, spikes):
+    lines = []
+    for cond, spike_us in spikes.items():
+        ops = [(10000, 20000, 70000)] * 19 + [(10000, 20000, spike_us * 1000 - 30000)]
+        words = array.array("I", [w for op in ops for w in op])
+        name = cond.replace(":", "_").replace("=", "_")
+        with open(os.path.join(OUT, f"stall-{kernel}-r1-16000-128h-{name}.bin"), "wb") as f:
+            f.write(words.tobytes())
+        readers = int(cond.rsplit(":", 1)[1]) if ":" in cond else 0
+        lines.append(f"stall,16000,128h,15999,131072,{cond},{readers},20,100000,"
+                     f"{spike_us * 1000},{spike_us * 1000},{readers * 10},2000000,3000000")
+    write(f"stall-{kernel}-r1.csv", lines)
+
+
+def invert(kernel, conds):
+    write(f"invert-{kernel}-r1.csv",
+          [f"invert,{cond},1,{run},1000,{mean * 1000},{peak * 1000},{mean * 1000},"
+           f"{peak * 1000 // 2},50"
+           for cond, runs in conds.items() for run, (mean, peak) in enumerate(runs, 1)])
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    write("run.txt", ["plan,quick", "rounds,1",
+                      "stock_image,/k/stock/bzImage,2026-11-22 19:00:00,0123456789abcdef",
+                      "series_image,/k/series/bzImage,2026-11-22 19:00:00,fedcba9876543210",
+                      "host,6.1.0,2 cpus", "guest_mem_mib,3072", "started,2026-11-22 19:10:00",
+                      "load,stock-r1,0.50 0.40 0.30", "load,series-r1,0.60 0.50 0.40",
+                      "finished,2026-11-22 19:14:00"])
+    for kernel in ("stock", "series"):
+        meta = [f"kernel,{kernel}", "round,1", f"uname,6.12.117-{kernel} #1 SMP",
+                "clocksource,tsc", "cpus,2", "memtotal_kb,3000000", "thp,[madvise]",
+                "awk,/usr/bin/mawk", "clock,getres_ns,1", "clock,min_delta_ns,76",
+                "clock,median_delta_ns,80", "done,120"]
+        if kernel == "series":
+            meta.append(f"same_boot,{SAME_BOOT}")
+        write(f"meta-{kernel}-r1.txt", meta)
+        write(f"cost-{kernel}-r1.csv", cost_lines(kernel))
+        write(f"fleet-{kernel}-r1.csv",
+              [f"fleet,100,rollup,{i},{ms * 1000000},120,110"
+               for i, ms in enumerate((10, 12) if kernel == "series" else (10, 10))]
+              + [f"fleet,100,status,{i},5000000,120,110" for i in range(2)])
+    stall("stock", {"none": 200, "status:1": 1000, "rollup:1": 3000})
+    stall("series", {"none": 200, "status:1": 1000, "rollup:1": 1100, f"{SAME_BOOT}:1": 2500})
+    invert("stock", {"status:1": [(50, 500)] * 3,
+                     "rollup:1": [(190, 5000), (200, 5000), (210, 5000)]})
+    invert("series", {"status:1": [(50, 500)] * 3,
+                      "rollup:1": [(54, 400), (55, 450), (70, 900)]})
+
+
+if __name__ == "__main__":
+    main()
