@@ -12,6 +12,19 @@ BUILD=$REPO/build
 TARBALL=${SMAPS_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
 export CCACHE_DIR=$CACHE/ccache
 
+# kernel_out VARIANT: the kbuild output directory of a kernel variant
+# (stock, base, series, debug). With KSRC_OVERRIDE set (development only),
+# the VARIANT-override one that scripts/build-kernel then builds.
+kernel_out() { echo "$KOUT/$1${KSRC_OVERRIDE:+-override}"; }
+
+# kernel_image VARIANT|BZIMAGE: the bzImage of a variant, or BZIMAGE as given.
+kernel_image() {
+	case $1 in
+	stock | base | series | debug) echo "$(kernel_out "$1")/arch/x86/boot/bzImage" ;;
+	*) echo "$1" ;;
+	esac
+}
+
 say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
@@ -66,3 +79,162 @@ KERNEL_REPORTS=('BUG:' 'kernel BUG at' 'WARNING:' 'Call Trace:' 'Oops'
 	'blocked for more than' 'self-detected stall' 'RCU stall'
 	'Bad page' 'Bad rss-counter' 'refcount_t:' 'list_add corruption'
 	'list_del corruption' 'printk messages dropped')
+
+# result ok|fail|skip NAME [REASON]: record one check as a TAP line on
+# stdout and, when RESULTS names a file, in it. RESULT_PREFIX, if set,
+# goes before NAME ("debug: " in test-debug).
+result() {
+	local name=${RESULT_PREFIX:-}$2 line
+	case $1 in
+	ok) line="ok - $name${3:+ ($3)}" ;;
+	fail) line="not ok - $name${3:+ ($3)}" ;;
+	skip) line="ok - $name # SKIP ${3:-}" ;;
+	*) die "result: bad status $1" ;;
+	esac
+	[ -z "${RESULTS:-}" ] || echo "$line" >>"$RESULTS"
+	printf '%s\n' "$line"
+}
+
+# tap_results NAME FILE RC: record the results of one kselftest_harness
+# program that ran, one per test case from its TAP output FILE, and a
+# failure for a plan not met or an exit status RC that the results do not
+# explain.
+tap_results() {
+	local name=$1 file=$2 rc=$3 plan got bad
+	plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\).*/\1/p' "$file" | head -n 1)
+	got=$(grep -Ec '^(not )?ok [0-9]+' "$file" || true)
+	bad=$(grep -Ec '^not ok [0-9]+' "$file" || true)
+	# "ok 3 global.name # SKIP why" -> "ok - NAME: global.name # SKIP why"
+	sed -nE "s|^(not )?ok [0-9]+ |\1ok - ${RESULT_PREFIX:-}$name: |p" "$file" |
+		if [ -n "${RESULTS:-}" ]; then tee -a "$RESULTS"; else cat; fi
+	if [ "$got" -eq 0 ]; then
+		case $rc in
+		0) result ok "$name" "no TAP results, exit 0" ;;
+		4) result skip "$name" "no TAP results, exit 4" ;;
+		*) result fail "$name" "no TAP results, exit $rc" ;;
+		esac
+	elif [ -n "$plan" ] && [ "$got" -lt "$plan" ]; then
+		result fail "$name" "$got of $plan results, exit $rc"
+	elif [ "$bad" -eq 0 ] && [ "$rc" -ne 0 ] && [ "$rc" -ne 4 ]; then
+		result fail "$name" "all results ok but exit $rc"
+	fi
+}
+
+# exit_result NAME RC: record a program by its exit status, as kselftest
+# counts it (0 pass, 4 skip, anything else a failure).
+exit_result() {
+	case $2 in
+	0) result ok "$1" ;;
+	4) result skip "$1" "exit 4" ;;
+	*) result fail "$1" "exit $2" ;;
+	esac
+}
+
+# selftest_dir TOP: where the proc selftests of an export to TOP are built.
+selftest_dir() { echo "$1/tools/testing/selftests/proc"; }
+
+# selftest_progs DIR: the absolute paths of the programs that the proc
+# Makefile in DIR builds (TEST_GEN_PROGS), one per line.
+selftest_progs() {
+	# shellcheck disable=SC2016 # $(TEST_GEN_PROGS) is for make, not the shell
+	printf 'smaps-print-progs:\n\t@echo $(TEST_GEN_PROGS)\n' |
+		selftest_make "$1" -f Makefile -f /dev/stdin smaps-print-progs |
+		tr ' ' '\n' | sed '/^$/d'
+}
+
+# build_selftests BRANCH TOP [REGEX]: export the selftests of BRANCH of
+# $KSRC to TOP and build the proc ones statically; one result per program
+# (matching REGEX). The programs that built are listed in TOP/progs.
+build_selftests() {
+	local branch=$1 top=$2 only=${3:-.} dir p n=0
+	dir=$(selftest_dir "$top")
+	rm -rf "$top"
+	mkdir -p "$top"
+	: >"$top/progs"
+	if ! git -C "$KSRC" rev-parse -q --verify "refs/heads/$branch" >/dev/null; then
+		result fail "selftests $branch" "no branch $branch in $KSRC (scripts/prepare-tree makes it)"
+		return
+	fi
+	say "exporting tools/ of branch $branch to $top"
+	if ! git -C "$KSRC" archive "$branch" tools/testing/selftests tools/include \
+		tools/arch/x86 tools/scripts | tar -x -C "$top"; then
+		result fail "selftests $branch" "git archive of $branch failed"
+		return
+	fi
+	say "building $dir statically"
+	selftest_make "$dir" -k USERLDFLAGS=-static -j"$(nproc)" >&2 || true
+	while IFS= read -r p; do
+		n=$((n + 1))
+		if [ "${p%/*}" != "$dir" ]; then
+			result fail "build $branch/${p##*/}" "the Makefile puts it in ${p%/*}, not $dir"
+		elif [ -x "$p" ]; then
+			result ok "build $branch/${p##*/}"
+			echo "$p" >>"$top/progs"
+		else
+			result fail "build $branch/${p##*/}" "did not build"
+		fi
+	done < <(selftest_progs "$dir" | grep -E "$only")
+	[ "$n" -gt 0 ] || result fail "selftests $branch" "the proc Makefile lists no program matching $only"
+}
+
+# plan_results PLAN OUT: record the results that scripts/guest-run-plan
+# left in OUT: guest-setup, then each program of PLAN whose KIND is tap
+# (tap_results) or exit (exit_result). A program without an exit status
+# did not finish; a failed first try of a program run twice is a skip
+# that names the failures.
+plan_results() {
+	local plan=$1 out=$2 name kind rc
+	rc=$(cat "$out/setup.rc" 2>/dev/null || echo none)
+	if [ "$rc" = 0 ]; then
+		result ok "guest-setup"
+	else
+		result fail "guest-setup" "exit $rc"
+	fi
+	while read -r name kind _; do
+		case $kind in tap | exit) ;; *) continue ;; esac
+		if [ ! -f "$out/$name.rc" ]; then
+			result fail "$name" "did not finish (guest timed out or crashed)"
+			continue
+		fi
+		rc=$(cat "$out/$name.rc")
+		if [ -f "$out/$name.first.out" ]; then
+			result skip "$name: first run" "failed and was retried once: $(grep -E '^not ok' \
+				"$out/$name.first.out" | sed 's/^not ok [0-9]* //' | paste -sd, -)"
+		fi
+		if [ "$kind" = tap ]; then
+			tap_results "$name" "$out/$name.out" "$rc"
+		else
+			exit_result "$name" "$rc"
+		fi
+	done <"$plan"
+}
+
+# series_recipients FILE...: who gets a series touching FILEs (patches or
+# a diff): scripts/get_maintainer.pl, people To and lists Cc, then
+# series/recipients; one line each, "to ADDRESS" or "cc ADDRESS", each
+# address once.
+series_recipients() {
+	local list r
+	list=$(cd "$KSRC" && perl scripts/get_maintainer.pl --no-git --no-git-fallback \
+		--no-rolestats --no-multiline --separator $'\n' "$@") ||
+		die "scripts/get_maintainer.pl failed"
+	{
+		while IFS= read -r r; do
+			case $r in
+			'') ;;
+			*@vger.kernel.org* | *@lists.*) echo "cc $r" ;;
+			*) echo "to $r" ;;
+			esac
+		done <<<"$list"
+		sed -e '/^#/d' -e '/^$/d' "$REPO/series/recipients"
+	} | awk '!seen[substr($0, 4)]++'
+}
+
+# placeholder_address ADDRESS: true for an address that cannot be anybody's
+# (the example domains of RFC 2606, localhost, .invalid).
+placeholder_address() {
+	case ${1,,} in
+	*@example.org* | *@example.com* | *@example.net* | *@*.example* | *@localhost* | *.invalid*) return 0 ;;
+	*) return 1 ;;
+	esac
+}
