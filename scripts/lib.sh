@@ -238,3 +238,84 @@ placeholder_address() {
 	*) return 1 ;;
 	esac
 }
+
+# git_k ARG...: git in the kernel tree $KSRC.
+git_k() { git -C "$KSRC" "$@"; }
+
+# series_patches: the patches of patches/ in series order, the cover letter
+# left out; one path per line, nothing when there is none.
+series_patches() {
+	local p
+	for p in "$REPO"/patches/*.patch; do
+		case $p in *-0000-cover-letter.patch) ;; *) [ ! -f "$p" ] || echo "$p" ;; esac
+	done
+}
+
+# series_cover_letter: the cover letter(s) of patches/, one path per line
+# (one, unless patches/ is stale or empty).
+series_cover_letter() {
+	local p
+	for p in "$REPO"/patches/*-0000-cover-letter.patch; do
+		[ ! -f "$p" ] || echo "$p"
+	done
+}
+
+# build_lock: hold $CACHE/build.lock (fd 9) until the calling script exits,
+# waiting (and saying so) while another holds it. scripts/prepare-tree and
+# scripts/build-kernel take it: they share the checkout in $KSRC.
+build_lock() {
+	mkdir -p "$CACHE"
+	exec 9>"$CACHE/build.lock"
+	if ! flock -n 9; then
+		say "waiting for another prepare-tree or build-kernel to finish (lock $CACHE/build.lock)"
+		flock 9
+	fi
+}
+
+# checkpatch_patch PATCH: checkpatch.pl with checkpatch_args on PATCH, run
+# from / (outside any git repository, where it would look commit ids up).
+# Its ERROR/WARNING/CHECK lines go to stderr (the end of its output when it
+# fails without one), their number to stdout. Exit status 1 when there is
+# one or checkpatch.pl fails.
+checkpatch_patch() {
+	local log n rc=0 args=()
+	read -ra args <<<"$(checkpatch_args "$1")"
+	log=$(cd / && perl "$KSRC/scripts/checkpatch.pl" "${args[@]}" "$1" 2>&1) || rc=$?
+	n=$(grep -c -E ': (ERROR|WARNING|CHECK):' <<<"$log" || true)
+	if [ "$n" -gt 0 ]; then
+		grep -E ': (ERROR|WARNING|CHECK):' <<<"$log" | sed "s|^$REPO/||" >&2
+	elif [ "$rc" -ne 0 ]; then
+		say "checkpatch.pl exited $rc on ${1##*/}:"
+		tail -n 3 <<<"$log" >&2
+	fi
+	echo "$n"
+	[ "$n" -eq 0 ] && [ "$rc" -eq 0 ]
+}
+
+# base_checkout DIR PATCH...: a throwaway clone of $KSRC in DIR with branch
+# base checked out, sparsely: only the directories that the PATCHes touch
+# (seconds, not minutes; objects shared with $KSRC, which is not touched).
+base_checkout() {
+	local dir=$1 dirs=()
+	shift
+	mapfile -t dirs < <(sed -nE 's|^diff --git a/(.*) b/(.*)$|\1\n\2|p' "$@" |
+		xargs -r -d '\n' dirname | grep -vx '\.' | sort -u)
+	rm -rf "$dir"
+	git clone -q --shared --no-checkout "$KSRC" "$dir" &&
+		git -C "$dir" sparse-checkout set -- "${dirs[@]}" &&
+		git -C "$dir" checkout -q -f -B base origin/base
+}
+
+# make_warning_free LOG MAKE-ARG...: make MAKE-ARGs with the output in LOG.
+# Exit 1, showing the warnings and errors (else the end of LOG) on stderr,
+# when make fails or LOG shows a warning.
+make_warning_free() {
+	local log=$1
+	shift
+	mkdir -p "$(dirname "$log")"
+	if make "$@" >"$log" 2>&1 && ! grep -qi 'warning:' "$log"; then
+		return 0
+	fi
+	grep -Ei -m 20 'warning:|error|fail' "$log" >&2 || tail -n 20 "$log" >&2
+	return 1
+}
