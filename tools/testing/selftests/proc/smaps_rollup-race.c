@@ -24,12 +24,29 @@
  *  - "collapse": one thread splits VMAs in the middle of PMD-sized ranges
  *    and merges them again, another collapses the ranges into THPs with
  *    MADV_COLLAPSE, so the walk may resume in the middle of a PMD-mapped
- *    THP of which it has counted the lower part already.
+ *    THP of which it has counted the lower part already;
+ *  - "shmem_swap": as "interrupt", but the large VMA maps a memfd, half of
+ *    it swapped out, so the walk resumes inside a VMA whose swap it counts
+ *    page by page, and Swap must stay exact.
  *
  * Reads go through a new fd each time, through pread() at 0 on one fd, and
  * through small read()s; the only error allowed is ESRCH once the target
  * exits.  The churn runs until the test has made MIN_READS reads and
  * CHURN_MS have passed, and at most MAX_CHURN_MS, however slow the kernel.
+ *
+ * A read that never let a writer in proves nothing here, and its output
+ * cannot tell.  So the reader traces its own mmap_lock acquisitions (see
+ * sr_lock_trace_start()): a read() that took the target's mmap_lock more
+ * than once dropped it and resumed.  The trace does not say where.  But a
+ * walk that resumes between VMAs only, as stock's does, takes the lock at
+ * most once per VMA it visits.  The "interrupt" and "shmem_swap" churns
+ * add one VMA per thread, a page that munmap() removes and mmap() puts
+ * back in the same place, so a read() that took the lock more often than
+ * the target had VMAs before the churn plus two per thread resumed inside
+ * a VMA.  (Splitting VMAs at random, the other churns make VMA boundaries
+ * appear ahead of the walk again and again: no such bound holds there.)
+ * A test whose reads all passed skips, saying why, when tracing is not
+ * available, or no read() resumed (inside a VMA, for those two churns).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -49,9 +66,16 @@
 #define SLOT_MAX	(512UL << 10)
 #define THP_SLOT_MAX	(8UL << 20)	/* slot 0 of thread 0, mixed churn */
 #define STABLE_PAGES	2048		/* each page its own VMA */
-#define LARGE_VMA	(32UL << 20)	/* "interrupt" and "split_merge" */
+/*
+ * "interrupt", "split_merge" and "shmem_swap": the VMA spans more page
+ * tables (64) than a read takes mmap_lock between VMAs (vma_bound), so
+ * that a read over that bound must have resumed inside it.
+ */
+#define LARGE_VMA	(128UL << 20)
 #define PMD_RANGE	(2UL << 20)	/* x86-64, arm64 with 4K pages */
 #define THP_RANGES	4		/* "collapse" */
+#define SWAP_CHUNK	(PMD_RANGE / 2)	/* "shmem_swap": every other one out */
+#define SWAPPED_KB	SR_KB(LARGE_VMA / 2)
 
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE	25
@@ -63,6 +87,7 @@ enum {
 	CHURN_INTERRUPT,	/* and after it, the churns of layout_op() */
 	CHURN_SPLIT_MERGE,
 	CHURN_COLLAPSE,
+	CHURN_SHMEM_SWAP,
 };
 
 struct slot {
@@ -201,6 +226,7 @@ static void layout_op(int id, unsigned int r)
 
 	switch (mode) {
 	case CHURN_INTERRUPT:
+	case CHURN_SHMEM_SWAP:
 		p = mmap(NULL, page, PROT_READ | PROT_WRITE,
 			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 		if (p != MAP_FAILED)
@@ -235,7 +261,16 @@ static void *churn_thread(void *arg)
 	if (write(ready_pipe[1], "x", 1) != 1 ||
 	    read(start_pipe[0], &c, 1) != 1)
 		return NULL;
-	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+	/*
+	 * "interrupt" and "shmem_swap" churn on one thread: with one writer
+	 * queued at a time, the reader's wait for the queue to drain ends at
+	 * once, and it stops in nearly every page table of the large VMA;
+	 * with two, one is nearly always queued, and the reader waits out its
+	 * bound at each stop, so it stops too rarely to show a resume inside
+	 * the VMA.
+	 */
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED) &&
+	       !(id && (mode == CHURN_INTERRUPT || mode == CHURN_SHMEM_SWAP))) {
 		if (mode >= CHURN_INTERRUPT) {
 			layout_op(id, next_random(&r));
 			continue;
@@ -289,6 +324,40 @@ static int map_stable(void)
 		if (mprotect(p + i * page, page, PROT_READ))
 			return -errno;
 	return 0;
+}
+
+/*
+ * A memfd of LARGE_VMA bytes mapped shared, written, and every other
+ * SWAP_CHUNK of it paged out: SWAPPED_KB of shmem swap, spread over the
+ * whole VMA.  Paging out runs on one CPU, whose LRU batches madvise()
+ * drains; the churn threads may run anywhere.
+ */
+static int map_shmem_swap(void)
+{
+	cpu_set_t cpus;
+	size_t off;
+	char *p;
+	int fd, ret;
+
+	fd = memfd_create("smaps_rollup-race", 0);
+	if (fd < 0)
+		return -errno;
+	ret = ftruncate(fd, LARGE_VMA) ? -errno : 0;
+	ret = ret ?: sr_mmap((void **)&p, LARGE_VMA, PROT_READ | PROT_WRITE,
+			     MAP_SHARED, fd);
+	close(fd);
+	if (ret)
+		return ret;
+	ret = sr_pin_to_one_cpu(&cpus);
+	if (ret)
+		return ret;
+	sr_fill_distinct(p, LARGE_VMA);
+	for (off = 0; off < LARGE_VMA && !ret; off += 2 * SWAP_CHUNK)
+		ret = madvise(p + off, SWAP_CHUNK, MADV_PAGEOUT) ? -errno : 0;
+	if (sched_setaffinity(0, sizeof(cpus), &cpus) && !ret)
+		ret = -errno;
+	region = p;
+	return ret;
 }
 
 /*
@@ -351,7 +420,12 @@ static int churn_step(int step, long arg, unsigned long *val)
 	int ret;
 
 	if (step == 1) {
-		ret = mode == CHURN_COLLAPSE ? map_thp_ranges() : map_stable();
+		if (mode == CHURN_COLLAPSE)
+			ret = map_thp_ranges();
+		else if (mode == CHURN_SHMEM_SWAP)
+			ret = map_shmem_swap();
+		else
+			ret = map_stable();
 		if (ret)
 			return ret;
 		if (pipe(start_pipe) || pipe(ready_pipe))
@@ -395,6 +469,7 @@ CHURN_STEP(churn_shmem, CHURN_SHMEM)
 CHURN_STEP(interrupt, CHURN_INTERRUPT)
 CHURN_STEP(split_merge, CHURN_SPLIT_MERGE)
 CHURN_STEP(collapse, CHURN_COLLAPSE)
+CHURN_STEP(shmem_swap, CHURN_SHMEM_SWAP)
 
 static const struct sr_workload workloads[] = {
 	/* clock_gettime() needs the vDSO; no exact Pss here anyway. */
@@ -404,6 +479,7 @@ static const struct sr_workload workloads[] = {
 	{ "split_merge", split_merge_step, 0 },
 	/* THP is in madvise mode: only the ranges can be collapsed. */
 	{ "collapse", collapse_step, SR_SETTLE_THP },
+	{ "shmem_swap", shmem_swap_step, 0 },
 	{}
 };
 
@@ -415,8 +491,15 @@ struct reader {
 	int fd;			/* read with pread() at 0 */
 	unsigned long reads;
 	unsigned long during;	/* reads while the churn ran */
+	unsigned long resumed;	/* read()s that took mmap_lock again */
+	unsigned long inside;	/* read()s that took it over vma_bound times */
+	int vma_bound;		/* VMAs the walk may meet; 0: not counted */
+	int most_locks;		/* the most one read() took it */
 	long long since;	/* when the churn started, in ms */
 	bool asked;		/* the churn was asked to stop */
+	bool traced;		/* lt counts mmap_lock acquisitions */
+	char why[256];		/* why not, if not */
+	struct sr_lock_trace lt;
 	char buf[8192];
 };
 
@@ -431,11 +514,71 @@ FIXTURE_SETUP(race)
 	self->rd.fd = -1;
 	self->rd.reads = 0;
 	self->rd.during = 0;
+	self->rd.resumed = 0;
+	self->rd.inside = 0;
+	self->rd.vma_bound = 0;
+	self->rd.most_locks = 0;
 	self->rd.asked = false;
+	self->rd.traced = false;
+	sr_lock_trace_init(&self->rd.lt);
 }
 
-FIXTURE_TEARDOWN(race)
+/* The tracefs instance outlives a test that failed an ASSERT_*(). */
+FIXTURE_TEARDOWN_PARENT(race)
 {
+	sr_lock_trace_remove(&self->rd.lt);
+}
+
+/*
+ * One read() (@off < 0) or pread() of smaps_rollup, which counts as resumed
+ * if it took the target's mmap_lock more than once.  Returns what read()
+ * does, -errno for an error.
+ */
+static ssize_t read_counted(struct reader *rd, int fd, char *buf, size_t len,
+			    off_t off)
+{
+	ssize_t n;
+	int locks;
+
+	if (rd->traced)
+		sr_lock_trace_count(&rd->lt);	/* forget the events before */
+	n = off < 0 ? read(fd, buf, len) : pread(fd, buf, len, off);
+	if (n < 0)
+		return -errno;
+	if (!rd->traced)
+		return n;
+	locks = sr_lock_trace_count(&rd->lt);
+	if (locks < 0) {
+		snprintf(rd->why, sizeof(rd->why), "reading trace_pipe: %s",
+			 strerror(-locks));
+		rd->traced = false;
+	} else if (locks > 1) {
+		rd->resumed++;
+		if (rd->vma_bound && locks > rd->vma_bound)
+			rd->inside++;
+	}
+	if (locks > rd->most_locks)
+		rd->most_locks = locks;
+	return n;
+}
+
+/* read() from @fd until EOF in pieces of @chunk: the length, or -errno. */
+static ssize_t read_all(struct reader *rd, int fd, size_t chunk)
+{
+	size_t len = 0;
+	ssize_t n;
+
+	do {
+		if (len == sizeof(rd->buf))
+			return -EFBIG;
+		if (chunk > sizeof(rd->buf) - len)
+			chunk = sizeof(rd->buf) - len;
+		n = read_counted(rd, fd, rd->buf + len, chunk, -1);
+		if (n < 0)
+			return n;
+		len += n;
+	} while (n);
+	return len;
 }
 
 /*
@@ -453,19 +596,17 @@ static int read_once(struct __test_metadata *_metadata, struct reader *rd,
 		fd = open(rd->path, O_RDONLY);
 		if (fd < 0)
 			return -errno;
-		n = sr_read_fd(fd, rd->buf, sizeof(rd->buf), sizeof(rd->buf));
+		n = read_all(rd, fd, sizeof(rd->buf));
 		close(fd);
 		break;
 	case 1:
-		n = pread(rd->fd, rd->buf, sizeof(rd->buf), 0);
-		if (n < 0)
-			n = -errno;
+		n = read_counted(rd, rd->fd, rd->buf, sizeof(rd->buf), 0);
 		break;
 	default:
 		fd = open(rd->path, O_RDONLY);
 		if (fd < 0)
 			return -errno;
-		n = sr_read_fd(fd, rd->buf, sizeof(rd->buf), 61);
+		n = read_all(rd, fd, 61);
 		close(fd);
 		break;
 	}
@@ -479,10 +620,15 @@ static int read_once(struct __test_metadata *_metadata, struct reader *rd,
 /*
  * Start @name and run step 1; open the fd, read the rollup before churn.
  * Skips if the workload needs THP and the kernel refuses MADV_COLLAPSE.
+ * If @in_vma, the churn adds no VMA but a page per thread, and a read()
+ * that takes mmap_lock more often than there can be VMAs, with a margin,
+ * counts as resumed inside one (see the top of this file).
  */
 static void start(struct __test_metadata *_metadata, struct sr_target *t,
-		  struct reader *rd, const char *name, struct sr_rollup *before)
+		  struct reader *rd, const char *name, bool in_vma,
+		  struct sr_rollup *before)
 {
+	struct sr_smaps s;
 	int ret;
 
 	ASSERT_EQ(0, sr_target_start(t, name, MAX_CHURN_MS));
@@ -495,6 +641,12 @@ static void start(struct __test_metadata *_metadata, struct sr_target *t,
 	ASSERT_LE(0, rd->fd);
 	ASSERT_EQ(0, sr_read_rollup_stable(t->pid, before))
 		TH_LOG("%s", sr_error);
+	if (in_vma) {
+		ASSERT_EQ(0, sr_sum_smaps(t->pid, &s));
+		rd->vma_bound = s.nr_vmas + 2 * NR_THREADS;
+	}
+	rd->traced = !sr_lock_trace_start(&rd->lt, syscall(SYS_gettid),
+					  rd->why, sizeof(rd->why));
 	/* Step 2 runs the churn; its status comes when the churn is over. */
 	ASSERT_EQ(1, write(t->cmd, "\2", 1));
 	rd->since = now_ms();
@@ -521,15 +673,26 @@ static bool churning(struct sr_target *t, struct reader *rd)
 	return poll(&pfd, 1, 0) == 0;
 }
 
-/* Let the target exit; then reads fail with ESRCH and nothing else. */
+/*
+ * Let the target exit; then reads fail with ESRCH and nothing else.  Skip
+ * a test that passed without showing that a read resumed.
+ */
 static void finish(struct __test_metadata *_metadata, struct sr_target *t,
 		   struct reader *rd)
 {
+	unsigned long resumed = rd->resumed;
 	struct sr_rollup r;
 	siginfo_t info;
 	int ret;
 
-	TH_LOG("%lu reads during the churn", rd->during);
+	if (rd->traced)
+		TH_LOG("%lu reads during the churn, %lu read()s resumed, at most %d locks in one",
+		       rd->during, resumed, rd->most_locks);
+	else
+		TH_LOG("%lu reads during the churn", rd->during);
+	if (rd->traced && rd->vma_bound)
+		TH_LOG("%lu read()s took mmap_lock over %d times: resumed inside a VMA",
+		       rd->inside, rd->vma_bound);
 	EXPECT_LE(MIN_READS, rd->during);
 	ask_stop(t, rd);
 	ASSERT_EQ(0, sr_recv_status(t->ack, NULL));
@@ -539,6 +702,17 @@ static void finish(struct __test_metadata *_metadata, struct sr_target *t,
 		ret = read_once(_metadata, rd, &r);
 	} while (!ret);
 	EXPECT_EQ(-ESRCH, ret);
+	sr_lock_trace_stop(&rd->lt);
+	if (_metadata->exit_code != KSFT_PASS)
+		return;
+	if (!rd->traced)
+		SKIP(return, "cannot tell whether a read resumed: %s", rd->why);
+	if (!resumed)
+		SKIP(return, "no read() took mmap_lock again in %lu reads: no walk resumed",
+		     rd->during);
+	if (rd->vma_bound && !rd->inside)
+		SKIP(return, "no read() took mmap_lock over %d times: none resumed inside a VMA",
+		     rd->vma_bound);
 }
 
 TEST_F_TIMEOUT(race, every_read_parses_within_bounds_during_churn, 90)
@@ -547,7 +721,7 @@ TEST_F_TIMEOUT(race, every_read_parses_within_bounds_during_churn, 90)
 	struct sr_rollup before, r;
 	int f, ret;
 
-	start(_metadata, &self->t, &self->rd, "churn_mixed", &before);
+	start(_metadata, &self->t, &self->rd, "churn_mixed", false, &before);
 	/*
 	 * The churn maps at most churn_max_kb() at a time.  A walk that
 	 * drops mmap_lock may meet a page twice, if mremap() moves it from
@@ -571,24 +745,29 @@ TEST_F_TIMEOUT(race, every_read_parses_within_bounds_during_churn, 90)
 }
 
 /*
- * Churn with @workload, which never changes Anonymous, and check that every
- * read during it shows Anonymous as it was before.
+ * Churn with @workload, which never changes Anonymous nor Swap, and check
+ * that every read during it shows them as they were before; Swap must be
+ * @swap_kb then.  @in_vma: see start().
  */
-static void expect_anonymous_fixed(struct __test_metadata *_metadata,
-				   struct sr_target *t, struct reader *rd,
-				   const char *workload)
+static void expect_fixed(struct __test_metadata *_metadata,
+			 struct sr_target *t, struct reader *rd,
+			 const char *workload, bool in_vma, long long swap_kb)
 {
 	struct sr_rollup before, r;
 	int ret;
 
-	start(_metadata, t, rd, workload, &before);
+	start(_metadata, t, rd, workload, in_vma, &before);
 	if (_metadata->exit_code == KSFT_SKIP)
 		return;
+	ASSERT_EQ(swap_kb, (long long)before.kb[SR_SWAP])
+		TH_LOG("Swap before the churn");
 	do {
 		ret = read_once(_metadata, rd, &r);
 		ASSERT_EQ(0, ret) TH_LOG("read during churn: %s", strerror(-ret));
 		EXPECT_EQ(before.kb[SR_ANONYMOUS], r.kb[SR_ANONYMOUS])
-			TH_LOG("read %lu", rd->during + 1);
+			TH_LOG("Anonymous, read %lu", rd->during + 1);
+		EXPECT_EQ(before.kb[SR_SWAP], r.kb[SR_SWAP])
+			TH_LOG("Swap, read %lu", rd->during + 1);
 		EXPECT_LE(before.kb[SR_ANONYMOUS], r.kb[SR_RSS]);
 		if (_metadata->exit_code)
 			break;
@@ -599,22 +778,38 @@ static void expect_anonymous_fixed(struct __test_metadata *_metadata,
 /* The churn maps shared memory only, which is not Anonymous. */
 TEST_F_TIMEOUT(race, untouched_anonymous_memory_counted_exactly_during_churn, 90)
 {
-	expect_anonymous_fixed(_metadata, &self->t, &self->rd, "churn_shmem");
+	expect_fixed(_metadata, &self->t, &self->rd, "churn_shmem", false, 0);
 }
 
 TEST_F_TIMEOUT(race, walk_resumed_inside_a_vma_counts_it_exactly, 90)
 {
-	expect_anonymous_fixed(_metadata, &self->t, &self->rd, "interrupt");
+	expect_fixed(_metadata, &self->t, &self->rd, "interrupt", true, 0);
 }
 
 TEST_F_TIMEOUT(race, vma_split_or_merged_across_resume_counted_exactly, 90)
 {
-	expect_anonymous_fixed(_metadata, &self->t, &self->rd, "split_merge");
+	expect_fixed(_metadata, &self->t, &self->rd, "split_merge", false, 0);
 }
 
 TEST_F_TIMEOUT(race, thp_collapsed_across_resume_counted_exactly, 90)
 {
-	expect_anonymous_fixed(_metadata, &self->t, &self->rd, "collapse");
+	expect_fixed(_metadata, &self->t, &self->rd, "collapse", false, 0);
+}
+
+/*
+ * The walk resumes inside a shared memfd mapping with half of its pages
+ * swapped out, whose swap is counted page by page then: Swap must come out
+ * as SWAPPED_KB on every read, never counted twice nor lost.
+ */
+TEST_F_TIMEOUT(race, shmem_swap_counted_exactly_across_resume, 90)
+{
+	long free_kb = sr_meminfo_kb("SwapFree:");
+
+	if (free_kb < 2 * SWAPPED_KB)
+		SKIP(return, "%ld kB of swap free, %lld kB needed (swapon a zram device)",
+		     free_kb, 2 * SWAPPED_KB);
+	expect_fixed(_metadata, &self->t, &self->rd, "shmem_swap", true,
+		     SWAPPED_KB);
 }
 
 TEST_HARNESS_MAIN

@@ -41,6 +41,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -48,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -204,19 +206,41 @@ static inline int sr_read_long(const char *path, long *val)
 	return 0;
 }
 
-static inline int sr_write_long(const char *path, long val)
+/* Write @str to a /proc, /sys or tracefs file in one write(): 0 or -errno. */
+static inline int sr_write_str(const char *path, const char *str)
 {
-	char buf[32];
-	int fd, n, ret = 0;
+	size_t len = strlen(str);
+	int fd, ret = 0;
 
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	n = snprintf(buf, sizeof(buf), "%ld\n", val);
-	if (write(fd, buf, n) != n)
+	if (write(fd, str, len) != (ssize_t)len)
 		ret = -errno;
 	close(fd);
 	return ret;
+}
+
+/* The value of @key ("SwapFree:", say) in /proc/meminfo, or -1. */
+static inline long sr_meminfo_kb(const char *key)
+{
+	char buf[8192], *p;
+	ssize_t n;
+
+	n = sr_read_path("/proc/meminfo", buf, sizeof(buf) - 1);
+	if (n < 0)
+		return -1;
+	buf[n] = 0;
+	p = strstr(buf, key);
+	return p ? strtol(p + strlen(key), NULL, 10) : -1;
+}
+
+static inline int sr_write_long(const char *path, long val)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%ld\n", val);
+	return sr_write_str(path, buf);
 }
 
 /* --- Settling a process: see the comment at the top. --- */
@@ -599,6 +623,193 @@ static inline int sr_mmap(void **addr, size_t len, int prot, int flags, int fd)
 {
 	*addr = mmap(NULL, len, prot, flags, fd, 0);
 	return *addr == MAP_FAILED ? -errno : 0;
+}
+
+/*
+ * Pin the calling thread to one of its CPUs, saving its mask in @old (if
+ * not NULL): reclaim batches pages per CPU, and madvise() drains only the
+ * batches of the CPU it runs on.  0 or -errno.
+ */
+static inline int sr_pin_to_one_cpu(cpu_set_t *old)
+{
+	cpu_set_t set;
+	int cpu;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return -errno;
+	if (old)
+		*old = set;
+	for (cpu = 0; cpu < CPU_SETSIZE - 1 && !CPU_ISSET(cpu, &set); cpu++)
+		;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
+}
+
+/* Distinct, non-zero pages: nothing to deduplicate on the way to swap. */
+static inline void sr_fill_distinct(char *p, size_t len)
+{
+	size_t page = getpagesize(), i;
+
+	for (i = 0; i < len; i += page) {
+		memset(p + i, 0x77, page);
+		*(size_t *)(p + i) = i;
+	}
+}
+
+/*
+ * --- Counting mmap_lock acquisitions with tracefs ---
+ *
+ * smaps_rollup lets a writer queued on mmap_lock in and resumes its walk
+ * where it stopped.  Whether a read() did that is invisible in its output,
+ * but it shows in the mmap_lock trace events (CONFIG_TRACING): a read()
+ * that took the target's mmap_lock more than once resumed.  The events go
+ * to a tracefs instance of our own, filtered on the reading task, so that
+ * nothing else that traces is disturbed.
+ */
+#define SR_TRACEFS	"/sys/kernel/tracing"
+#define SR_LOCK_EVENT	"events/mmap_lock/mmap_lock_acquire_returned"
+#define SR_LOCK_MARK	"mmap_lock_acquire_returned: mm="
+
+struct sr_lock_trace {
+	char dir[96];		/* the tracefs instance, "" if none */
+	int pipe;		/* its trace_pipe, non-blocking; -1 if none */
+	size_t len;		/* bytes of a line carried over in buf */
+	char buf[16384];
+};
+
+static inline void sr_lock_trace_init(struct sr_lock_trace *lt)
+{
+	lt->dir[0] = 0;
+	lt->pipe = -1;
+	lt->len = 0;
+}
+
+/*
+ * Start recording the read acquisitions of mmap_lock by task @tid.
+ * Returns 0, or -1 with the reason (tracefs or the event missing, not
+ * root) in @why.
+ */
+static inline int sr_lock_trace_start(struct sr_lock_trace *lt, pid_t tid,
+				      char *why, size_t size)
+{
+	char path[192], filter[96];
+	struct stat st;
+	int ret;
+
+	sr_lock_trace_init(lt);
+	if (stat(SR_TRACEFS "/instances", &st) &&
+	    mount("tracefs", SR_TRACEFS, "tracefs", 0, NULL)) {
+		snprintf(why, size, "no tracefs at %s, mount: %s (CONFIG_TRACING? root?)",
+			 SR_TRACEFS, strerror(errno));
+		return -1;
+	}
+	snprintf(lt->dir, sizeof(lt->dir),
+		 SR_TRACEFS "/instances/smaps_rollup-%d", tid);
+	if (mkdir(lt->dir, 0700)) {
+		snprintf(why, size, "cannot create tracefs instance %s: %s",
+			 lt->dir, strerror(errno));
+		lt->dir[0] = 0;
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/" SR_LOCK_EVENT, lt->dir);
+	if (stat(path, &st)) {
+		snprintf(why, size, "no trace event mmap_lock_acquire_returned (CONFIG_TRACING)");
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/" SR_LOCK_EVENT "/filter", lt->dir);
+	snprintf(filter, sizeof(filter),
+		 "common_pid == %d && write == 0 && success == 1", tid);
+	ret = sr_write_str(path, filter);
+	if (ret) {
+		/* The task is what matters; lines are checked when counted. */
+		snprintf(filter, sizeof(filter), "common_pid == %d", tid);
+		ret = sr_write_str(path, filter);
+	}
+	snprintf(path, sizeof(path), "%s/" SR_LOCK_EVENT "/enable", lt->dir);
+	ret = ret ?: sr_write_str(path, "1");
+	if (ret) {
+		snprintf(why, size, "cannot filter and enable %s: %s",
+			 SR_LOCK_EVENT, strerror(-ret));
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/trace_pipe", lt->dir);
+	lt->pipe = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (lt->pipe < 0) {
+		snprintf(why, size, "cannot open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * How many times the task took mmap_lock for reading since the last call
+ * (or the start).  Only the mm it locked first counts, so call this right
+ * before a read() of smaps_rollup, to forget what came before, and right
+ * after it: the read() locks the target's mm before it touches user
+ * memory, and a fault on the reader's own mm does not count then.
+ * Returns the count, or -errno.
+ */
+static inline int sr_lock_trace_count(struct sr_lock_trace *lt)
+{
+	char mm[40] = "", *line, *nl, *p;
+	size_t len, room;
+	int count = 0;
+	ssize_t n;
+
+	for (;;) {
+		room = sizeof(lt->buf) - 1 - lt->len;
+		n = read(lt->pipe, lt->buf + lt->len, room);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n < 0)
+			return -errno;
+		if (!n)
+			break;
+		lt->len += n;
+		lt->buf[lt->len] = 0;
+		for (line = lt->buf; (nl = strchr(line, '\n')); line = nl + 1) {
+			*nl = 0;
+			p = strstr(line, SR_LOCK_MARK);
+			if (!p || !strstr(p, " write=false") ||
+			    !strstr(p, " success=true"))
+				continue;
+			p += strlen(SR_LOCK_MARK);
+			len = strcspn(p, " ");
+			if (!mm[0] && len < sizeof(mm) - 1)
+				memcpy(mm, p, len);
+			if (len == strlen(mm) && !memcmp(p, mm, len))
+				count++;
+		}
+		lt->len = lt->buf + lt->len - line;
+		/* A line that fills the buffer is no event line: drop it. */
+		if (lt->len == sizeof(lt->buf) - 1)
+			lt->len = 0;
+		memmove(lt->buf, line, lt->len);
+	}
+	return count;
+}
+
+/*
+ * Remove the instance; a process other than the one that started the
+ * trace (a fixture's parent) may, once that one has exited.
+ */
+static inline void sr_lock_trace_remove(struct sr_lock_trace *lt)
+{
+	if (lt->dir[0])
+		rmdir(lt->dir);
+	lt->dir[0] = 0;
+}
+
+/* Stop recording and remove the instance. */
+static inline void sr_lock_trace_stop(struct sr_lock_trace *lt)
+{
+	if (lt->pipe >= 0)
+		close(lt->pipe);
+	lt->pipe = -1;
+	sr_lock_trace_remove(lt);
 }
 
 #endif /* SELFTESTS_PROC_SMAPS_ROLLUP_H */
