@@ -12,8 +12,8 @@
  *  - memory the churn never touches is counted exactly, every time: if
  *    the churn uses shared memory only, Anonymous never moves.
  *
- * Three more churns aim at the places where the walk resumes after letting
- * a writer in, with Anonymous again fixed while the layout moves:
+ * More churns aim at the places where the walk resumes after letting a
+ * writer in, with Anonymous again fixed while the layout moves:
  *
  *  - "interrupt": one large VMA, and threads that only take mmap_lock for
  *    writing (mmap and munmap of a page they never touch), so the walk
@@ -27,7 +27,14 @@
  *    THP of which it has counted the lower part already;
  *  - "shmem_swap": as "interrupt", but the large VMA maps a memfd, half of
  *    it swapped out, so the walk resumes inside a VMA whose swap it counts
- *    page by page, and Swap must stay exact.
+ *    page by page, and Swap must stay exact;
+ *  - "unmap": one large VMA, written in its lower half only, and threads
+ *    that munmap() random ranges of its upper half and mmap() them back,
+ *    so the walk may resume in a hole, or in a VMA split or merged anew;
+ *  - "remap": the same VMA, and threads that shrink it with mremap() and
+ *    grow it back in place, or move random ranges of its upper half away
+ *    and back, so the walk may resume past the end of a VMA shrunk
+ *    meanwhile, or in a range moved there meanwhile.
  *
  * Reads go through a new fd each time, through pread() at 0 on one fd, and
  * through small read()s; the only error allowed is ESRCH once the target
@@ -76,6 +83,7 @@
 #define THP_RANGES	4		/* "collapse" */
 #define SWAP_CHUNK	(PMD_RANGE / 2)	/* "shmem_swap": every other one out */
 #define SWAPPED_KB	SR_KB(LARGE_VMA / 2)
+#define PIECE_MAX	(2UL << 20)	/* "unmap", "remap": the most torn at once */
 
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE	25
@@ -88,6 +96,8 @@ enum {
 	CHURN_SPLIT_MERGE,
 	CHURN_COLLAPSE,
 	CHURN_SHMEM_SWAP,
+	CHURN_UNMAP,
+	CHURN_REMAP,
 };
 
 struct slot {
@@ -101,6 +111,8 @@ static int stop;		/* read and set with __atomic builtins */
 static int start_pipe[2], ready_pipe[2];
 static int mode;
 static char *region;		/* the large VMA, or the THP ranges */
+static char *reserve;		/* "remap": where pieces of it move to */
+static int churn_err;		/* why a thread stopped the churn, if one did */
 static pthread_t threads[NR_THREADS];
 
 /* The most the churn can have mapped at once. */
@@ -218,11 +230,58 @@ static void slot_op(struct slot *s, bool thp, unsigned int r)
 	}
 }
 
-/* One operation of the churns that leave Anonymous alone. */
-static void layout_op(int id, unsigned int r)
+/*
+ * "unmap" and "remap": a random range of one page to PIECE_MAX in the upper
+ * half of the large VMA, the half no one writes.
+ */
+static char *upper_piece(unsigned int r, size_t *len)
+{
+	size_t page = getpagesize(), pages = PIECE_MAX / page;
+
+	*len = (r % pages + 1) * page;
+	r /= pages;
+	return region + LARGE_VMA / 2 +
+	       r % ((LARGE_VMA / 2 - *len) / page + 1) * page;
+}
+
+/* "remap": where thread @id moves a piece to, between PROT_NONE pages. */
+static char *move_slot(int id)
 {
 	size_t page = getpagesize();
-	char *p;
+
+	return reserve + page + id * (PIECE_MAX + page);
+}
+
+/*
+ * "remap": an mremap() failed, most likely because the other thread had
+ * shrunk the VMA, moved a piece of it away, or restored it meanwhile.  Put
+ * back what map_stable() made, whatever is left: unwritten memory over the
+ * upper half, and the slot of thread @id reserved.  If the other thread
+ * still has a piece away, it moves it back over the new memory, or restores
+ * again.  The written lower half is never in the way.  0 or -errno.
+ */
+static int remap_restore(int id)
+{
+	int flags = MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS;
+	char *upper = region + LARGE_VMA / 2, *slot = move_slot(id);
+
+	if (mmap(upper, LARGE_VMA / 2, PROT_READ | PROT_WRITE, flags, -1,
+		 0) != upper ||
+	    mmap(slot, PIECE_MAX, PROT_NONE, flags, -1, 0) != slot)
+		return -errno;
+	return 0;
+}
+
+/*
+ * One operation of the churns that leave Anonymous alone: 0, or -errno if
+ * the churn must stop.
+ */
+static int layout_op(int id, unsigned int r)
+{
+	int flags = MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS;
+	size_t page = getpagesize(), len;
+	char *p, *slot;
+	bool ok;
 
 	switch (mode) {
 	case CHURN_INTERRUPT:
@@ -248,12 +307,51 @@ static void layout_op(int id, unsigned int r)
 		mprotect(p, page, PROT_READ);
 		mprotect(p, page, PROT_READ | PROT_WRITE);
 		break;
+	case CHURN_UNMAP:
+		/*
+		 * The threads' ranges may overlap: then one unmaps or maps
+		 * over what the other maps back, the same unwritten memory,
+		 * and neither call fails for it.  A failure is an error.
+		 */
+		p = upper_piece(r, &len);
+		if (munmap(p, len) ||
+		    mmap(p, len, PROT_READ | PROT_WRITE, flags, -1, 0) != p)
+			return -errno;
+		break;
+	case CHURN_REMAP:
+		if (r >> 31) {	/* one or the other, at random */
+			/* Shrink by a page at least, and grow back in place. */
+			len = LARGE_VMA / 2 +
+			      (r % (LARGE_VMA / 2 / page - 1) + 1) * page;
+			ok = mremap(region, LARGE_VMA, len, 0) == region &&
+			     mremap(region, len, LARGE_VMA, 0) == region;
+			return ok ? 0 : remap_restore(id);
+		}
+		/*
+		 * Move a piece to the slot and back.  mremap(MREMAP_FIXED)
+		 * unmaps the destination before it checks the source: a
+		 * failed move may have left a hole in the slot, or where the
+		 * piece was, and remap_restore() fills both.
+		 */
+		p = upper_piece(r, &len);
+		slot = move_slot(id);
+		ok = mremap(p, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
+			    slot) == slot &&
+		     mremap(slot, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
+			    p) == p;
+		if (!ok)
+			return remap_restore(id);
+		/* Keep the slot reserved, as it was before the move. */
+		if (mmap(slot, len, PROT_NONE, flags, -1, 0) != slot)
+			return -errno;
+		break;
 	}
+	return 0;
 }
 
 static void *churn_thread(void *arg)
 {
-	int id = (long)arg, i;
+	int id = (long)arg, i, err;
 	unsigned int r = 0x9e3779b9u * (id + 1);
 	char c;
 
@@ -267,12 +365,21 @@ static void *churn_thread(void *arg)
 	 * once, and it stops in nearly every page table of the large VMA;
 	 * with two, one is nearly always queued, and the reader waits out its
 	 * bound at each stop, so it stops too rarely to show a resume inside
-	 * the VMA.
+	 * the VMA.  The other churns need no resume inside a VMA to count,
+	 * and run on both threads, for more shapes of the layout: "unmap"
+	 * and "remap" tear the walked VMA in two places at once, and in
+	 * "remap" one thread's shrink may meet the other's piece moved away.
 	 */
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED) &&
 	       !(id && (mode == CHURN_INTERRUPT || mode == CHURN_SHMEM_SWAP))) {
 		if (mode >= CHURN_INTERRUPT) {
-			layout_op(id, next_random(&r));
+			err = layout_op(id, next_random(&r));
+			if (err) {
+				/* Step 2 returns it: the test fails. */
+				__atomic_store_n(&churn_err, err,
+						 __ATOMIC_RELAXED);
+				__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+			}
 			continue;
 		}
 		i = next_random(&r) % SLOTS;
@@ -300,19 +407,32 @@ static long long now_ms(void)
 	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
-/* Written pages no one touches again: each its own VMA, or one large VMA. */
+/*
+ * Written pages no one touches again: each its own VMA, or one large VMA,
+ * of which "unmap" and "remap" write the lower half only, and tear the
+ * upper half.  "remap" reserves a slot per thread, between PROT_NONE pages
+ * so that a piece moved there merges with nothing.
+ */
 static int map_stable(void)
 {
 	size_t page = getpagesize(), i;
+	bool torn = mode == CHURN_UNMAP || mode == CHURN_REMAP;
 	char *p;
 
-	if (mode == CHURN_INTERRUPT || mode == CHURN_SPLIT_MERGE) {
+	if (mode == CHURN_INTERRUPT || mode == CHURN_SPLIT_MERGE || torn) {
 		p = mmap(NULL, LARGE_VMA, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED)
 			return -errno;
-		sr_touch(p, LARGE_VMA, 1);
+		sr_touch(p, torn ? LARGE_VMA / 2 : LARGE_VMA, 1);
 		region = p;
+		if (mode != CHURN_REMAP)
+			return 0;
+		p = mmap(NULL, NR_THREADS * (PIECE_MAX + page) + page,
+			 PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return -errno;
+		reserve = p;
 		return 0;
 	}
 	p = mmap(NULL, STABLE_PAGES * page, PROT_READ | PROT_WRITE,
@@ -443,7 +563,8 @@ static int churn_step(int step, long arg, unsigned long *val)
 	deadline = now_ms() + arg;
 	if (write(start_pipe[1], "xx", NR_THREADS) != NR_THREADS)
 		return -EPIPE;
-	while (!stop_asked() && now_ms() < deadline) {
+	while (!stop_asked() && now_ms() < deadline &&
+	       !__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		pid = fork();
 		if (pid == 0)
 			_exit(0);
@@ -454,7 +575,7 @@ static int churn_step(int step, long arg, unsigned long *val)
 	for (id = 0; id < NR_THREADS; id++)
 		if (read(ready_pipe[0], &c, 1) != 1)
 			return -EPIPE;
-	return 0;
+	return __atomic_load_n(&churn_err, __ATOMIC_RELAXED);
 }
 
 #define CHURN_STEP(name, m)						\
@@ -470,6 +591,8 @@ CHURN_STEP(interrupt, CHURN_INTERRUPT)
 CHURN_STEP(split_merge, CHURN_SPLIT_MERGE)
 CHURN_STEP(collapse, CHURN_COLLAPSE)
 CHURN_STEP(shmem_swap, CHURN_SHMEM_SWAP)
+CHURN_STEP(unmap, CHURN_UNMAP)
+CHURN_STEP(remap, CHURN_REMAP)
 
 static const struct sr_workload workloads[] = {
 	/* clock_gettime() needs the vDSO; no exact Pss here anyway. */
@@ -480,6 +603,8 @@ static const struct sr_workload workloads[] = {
 	/* THP is in madvise mode: only the ranges can be collapsed. */
 	{ "collapse", collapse_step, SR_SETTLE_THP },
 	{ "shmem_swap", shmem_swap_step, 0 },
+	{ "unmap", unmap_step, 0 },
+	{ "remap", remap_step, 0 },
 	{}
 };
 
@@ -695,7 +820,8 @@ static void finish(struct __test_metadata *_metadata, struct sr_target *t,
 		       rd->inside, rd->vma_bound);
 	EXPECT_LE(MIN_READS, rd->during);
 	ask_stop(t, rd);
-	ASSERT_EQ(0, sr_recv_status(t->ack, NULL));
+	ret = sr_recv_status(t->ack, NULL);
+	ASSERT_EQ(0, ret) TH_LOG("the churn stopped: %s", strerror(-ret));
 	close(t->cmd);
 	ASSERT_EQ(0, waitid(P_PID, t->pid, &info, WEXITED | WNOWAIT));
 	do {
@@ -794,6 +920,24 @@ TEST_F_TIMEOUT(race, vma_split_or_merged_across_resume_counted_exactly, 90)
 TEST_F_TIMEOUT(race, thp_collapsed_across_resume_counted_exactly, 90)
 {
 	expect_fixed(_metadata, &self->t, &self->rd, "collapse", false, 0);
+}
+
+/*
+ * Ranges of the walked VMA's unwritten upper half go and come back: its
+ * written lower half must be counted once, every time.
+ */
+TEST_F_TIMEOUT(race, vma_partly_unmapped_across_resume_counted_exactly, 90)
+{
+	expect_fixed(_metadata, &self->t, &self->rd, "unmap", false, 0);
+}
+
+/*
+ * As above, but the VMA shrinks and grows back in place, or ranges of its
+ * upper half move away and back.
+ */
+TEST_F_TIMEOUT(race, vma_resized_or_partly_moved_across_resume_counted_exactly, 90)
+{
+	expect_fixed(_metadata, &self->t, &self->rd, "remap", false, 0);
 }
 
 /*
