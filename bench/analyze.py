@@ -5,6 +5,10 @@
 
 RAW_DIR is what the guests wrote (cost-*.csv, stall-*.csv and the stall
 records stall-*.bin, invert-*.csv, fleet-*.csv, meta-*.txt, run.txt).
+A run over several preemption models (scripts/bench PREEMPT=...) is
+reported in full for its first model; every model's stall, inversion and
+half-untouched and dense cost cells also go side by side into the
+README's "Preemption models" section and models-*.csv.
 Medians and percentiles pool every read of a cell over the rounds; the
 stock/series ratio also gets its value per round and a bootstrap 90%
 interval, so that noise can be told from a difference. Standard library
@@ -36,10 +40,15 @@ def main(raw, out, plots=True):
     """Analyse RAW into OUT; returns the analysis (for the unit test)."""
     run = bench_load.load_run(raw)
     figures = analyse(run)
+    if run.models != [bench_load.DEFAULT_MODEL]:
+        figures["models"] = {m: bench_stats.model_figures(bench_load.load_run(raw, m))
+                             for m in run.models}
     os.makedirs(out, exist_ok=True)
     bench_report.write_csvs(out, run, figures)
     written = ["cost.csv", "cost-long.csv", "cost-samples.csv", "fit.csv", "stall.csv",
                "invert.csv", "fleet.csv"]
+    if "models" in figures:
+        written += bench_report.write_model_csvs(out, figures["models"])
     if plots:
         written += bench_report.write_plots(out, raw, figures, run.rounds)
     readme = os.path.join(out, "README.md")

@@ -3,7 +3,10 @@
 RAW_DIR holds, per boot TAG = KERNEL-rROUND: meta-TAG.txt, cost-TAG.csv,
 stall-TAG.csv with the target's per-operation records
 stall-TAG-VMAS-RSS-COND.bin, fleet-TAG.csv, invert-TAG.csv (round 1);
-plus run.txt and cost-host-r1.csv (the host-kernel reference).
+plus run.txt and cost-host-r1.csv (the host-kernel reference). A boot in
+a preemption model other than voluntary (scripts/bench PREEMPT=...) has
+TAG = KERNEL-MODEL-rROUND (series-full-r1); load_run loads one model's
+boots at a time.
 """
 import array
 import csv
@@ -12,7 +15,19 @@ import os
 import re
 from dataclasses import dataclass, field
 
-TAG_RE = re.compile(r"(?P<kind>cost|stall|fleet|invert)-(?P<kernel>\w+)-r(?P<round>\d+)\.csv$")
+# The preemption models of scripts/bench; untagged files are voluntary's.
+MODELS = ("voluntary", "full", "none")
+DEFAULT_MODEL = "voluntary"
+BOOT_RE = (r"(?P<kernel>[A-Za-z0-9_]+?)(?:-(?P<model>" + "|".join(MODELS)
+           + r"))?-r(?P<round>\d+)")
+TAG_RE = re.compile(r"(?P<kind>cost|stall|fleet|invert)-" + BOOT_RE + r"\.csv$")
+BOOT_TAG_RE = re.compile(BOOT_RE + "$")
+
+
+def model_of(tag):
+    """The preemption model of a boot tag (series-full-r1: full)."""
+    m = BOOT_TAG_RE.match(tag)
+    return (m.group("model") if m else None) or DEFAULT_MODEL
 
 
 @dataclass
@@ -55,6 +70,8 @@ class RawRun:
     fleet: dict = field(default_factory=dict)      # (kernel, method) -> dict of lists
     fleet_by_round: dict = field(default_factory=dict)  # (kernel, round, method) -> [ms]
     invert: dict = field(default_factory=dict)     # (kernel, cond) -> [InvertRun]
+    model: str = DEFAULT_MODEL                     # the preemption model loaded
+    models: list = field(default_factory=list)     # every model of the run, first first
 
     def samples(self, kernel, vmas, rss, method, round_=None):
         """Read times (ms) of one cell and method: one round's, or all rounds'."""
@@ -86,17 +103,23 @@ def csv_rows(path, kind):
         return [row[1:] for row in csv.reader(f) if row and row[0] == kind]
 
 
-def raw_files(raw, kind):
-    """(path, kernel, round) of every KIND-KERNEL-rROUND.csv."""
+def label(kernel, model):
+    """How the raw files name KERNEL in MODEL: series, series-full..."""
+    return kernel if model == DEFAULT_MODEL else f"{kernel}-{model}"
+
+
+def raw_files(raw, kind, model=DEFAULT_MODEL):
+    """(path, kernel, round) of every KIND-KERNEL[-MODEL]-rROUND.csv of MODEL."""
     for path in sorted(glob.glob(os.path.join(raw, f"{kind}-*.csv"))):
         m = TAG_RE.match(os.path.basename(path))
-        if m:
+        # The host reference belongs to no model: every model gets it.
+        if m and (m.group("kernel") == "host" or (m.group("model") or DEFAULT_MODEL) == model):
             yield path, m.group("kernel"), int(m.group("round"))
 
 
-def record_path(raw, kernel, round_, vmas, rss, cond):
+def record_path(raw, kernel, round_, vmas, rss, cond, model=DEFAULT_MODEL):
     name = cond.replace(":", "_").replace("=", "_")
-    return os.path.join(raw, f"stall-{kernel}-r{round_}-{vmas}-{rss}-{name}.bin")
+    return os.path.join(raw, f"stall-{label(kernel, model)}-r{round_}-{vmas}-{rss}-{name}.bin")
 
 
 def read_records(path):
@@ -113,7 +136,7 @@ def read_records(path):
 
 
 def load_cost(raw, run):
-    for path, kernel, round_ in raw_files(raw, "cost"):
+    for path, kernel, round_ in raw_files(raw, "cost", run.model):
         with open(path, newline="") as f:
             rows = list(csv.reader(f))
         for row in rows:
@@ -129,17 +152,17 @@ def load_cost(raw, run):
 
 
 def load_stall(raw, run):
-    for path, kernel, round_ in raw_files(raw, "stall"):
+    for path, kernel, round_ in raw_files(raw, "stall", run.model):
         for row in csv_rows(path, "stall"):
             vmas, rss, nvmas, rss_kb, cond, _readers, _ops, _p50, _p99, _max, reads, read_p50, _ = row
-            records = read_records(record_path(raw, kernel, round_, vmas, rss, cond))
+            records = read_records(record_path(raw, kernel, round_, vmas, rss, cond, run.model))
             run.stall.setdefault((kernel, int(vmas), rss, cond), []).append(
                 StallRun(round_, int(nvmas), int(rss_kb), int(reads), int(read_p50) / 1e6,
                          *records))
 
 
 def load_fleet(raw, run):
-    for path, kernel, round_ in raw_files(raw, "fleet"):
+    for path, kernel, round_ in raw_files(raw, "fleet", run.model):
         for procs, method, _, ns, pids, read_ok in csv_rows(path, "fleet"):
             ms = int(ns) / 1e6
             run.fleet_by_round.setdefault((kernel, round_, method), []).append(ms)
@@ -151,7 +174,7 @@ def load_fleet(raw, run):
 
 
 def load_invert(raw, run):
-    for path, kernel, round_ in raw_files(raw, "invert"):
+    for path, kernel, round_ in raw_files(raw, "invert", run.model):
         for cond, readers, nrun, ops, *ns in csv_rows(path, "invert"):
             mmap_mean, mmap_max, munmap_mean, munmap_max, reads = (int(x) for x in ns)
             run.invert.setdefault((kernel, cond), []).append(
@@ -159,15 +182,29 @@ def load_invert(raw, run):
                           mmap_max / 1e3, munmap_mean / 1e3, munmap_max / 1e3, reads))
 
 
-def load_run(raw):
-    """Everything a scripts/bench run wrote into RAW."""
+def run_models(raw, run_info):
+    """The run's preemption models, the first (the whole plan) first."""
+    listed = run_info.get("models", "").split()
+    found = {model_of(os.path.basename(p)[len("meta-"):-len(".txt")])
+             for p in glob.glob(os.path.join(raw, "meta-*.txt"))}
+    return listed + sorted(found - set(listed), key=MODELS.index) or [DEFAULT_MODEL]
+
+
+def load_run(raw, model=None):
+    """Everything a scripts/bench run wrote into RAW, of one preemption
+    model (default: the run's first)."""
     run_txt = os.path.join(raw, "run.txt")
+    run_info = read_kv(run_txt)
+    models = run_models(raw, run_info)
+    model = model or models[0]
     with open(run_txt) as f:
         loads = [tuple(line.rstrip("\n").split(",", 2)[1:]) for line in f
                  if line.startswith("load,")]
+    loads = [x for x in loads if model_of(x[0]) == model]
     metas = {os.path.basename(p)[len("meta-"):-len(".txt")]: read_kv(p)
              for p in sorted(glob.glob(os.path.join(raw, "meta-*.txt")))}
-    run = RawRun(read_kv(run_txt), loads, metas)
+    metas = {tag: m for tag, m in metas.items() if model_of(tag) == model}
+    run = RawRun(run_info, loads, metas, model=model, models=models)
     load_cost(raw, run)
     load_stall(raw, run)
     load_fleet(raw, run)

@@ -1,10 +1,16 @@
 """results/README.md of a scripts/bench run (see bench/analyze.py)."""
+import math
 import os
 
 from bench_report import NOTES_RE, STALL_CONDS, cond_label, fmt, size_label, verdict
 from bench_stats import (INVERT_MEAN_FACTOR, KERNELS, MAX_SLOWDOWN, MIN_SPEEDUP,
-                         SPEEDUP_CELL, STALL_CONTROL_FACTOR, STALL_EXCESS_FACTOR, median,
-                         percentile, rss_key, stall_sizes)
+                         SAME_BOOT_STOCK, SPEEDUP_CELL, STALL_CONTROL_FACTOR,
+                         STALL_EXCESS_FACTOR, median, percentile, ratio, readers_of,
+                         rss_key, stall_sizes)
+
+# scripts/bench's preemption models: the kconfig option of each.
+MODEL_OPTIONS = {"voluntary": "CONFIG_PREEMPT_VOLUNTARY", "full": "CONFIG_PREEMPT",
+                 "none": "CONFIG_PREEMPT_NONE"}
 
 TCG_NOTE = ("**Every timing here was taken in a QEMU guest under TCG** (binary translation, "
             "no KVM) on a 2-core host that other builds share. TCG inflates kernel and user "
@@ -21,8 +27,13 @@ def ms(x):
 def setup_section(w, run, a):
     info = run.run_info
     w("## Setup\n")
-    w(f"- Kernels: stock `{info.get('stock_image', '?').split(',')[0]}`, "
-      f"series `{info.get('series_image', '?').split(',')[0]}`.")
+    prefix = "" if run.model == "voluntary" else f"-{run.model}"
+    stock_image = info.get(f"stock{prefix}_image", "none (PREEMPT_STOCK=0)").split(",")[0]
+    w(f"- Kernels: stock `{stock_image}`, "
+      f"series `{info.get(f'series{prefix}_image', '?').split(',')[0]}`; preemption model "
+      f"**{run.model}** ({MODEL_OPTIONS.get(run.model, '?')})"
+      + (f"; also measured: {', '.join(m for m in run.models if m != run.model)} (see "
+         "Preemption models)" if len(run.models) > 1 else "") + ".")
     cpus = sorted({m.get("cpus", "?") for m in run.metas.values()})
     w(f"- Guest: `scripts/vm-run -m {info.get('guest_mem_mib')} -c 2`, TCG, `-cpu max`; "
       f"CPUs online in the guest: {', '.join(cpus)}; the programs in bench/ are static "
@@ -41,7 +52,9 @@ def setup_section(w, run, a):
       "mapping is followed by a hole so none merge; with more mappings than resident pages "
       "the extra mappings stay empty. Layouts: spread; heap (the anonymous half in one VMA); "
       "half-untouched (each hole a PROT_NONE reservation instead, never touched, no "
-      "anon_vma); shmem-swap (half the shmem paged out to zram with MADV_PAGEOUT).")
+      "anon_vma); shmem-swap (half the shmem paged out to zram with MADV_PAGEOUT); dense "
+      "(every mapping holds resident pages, the budget spread evenly, at least one page "
+      "each: at 16,000 VMAs about 63 MiB resident whatever the cell's size).")
     if run.fields:
         key = SPEEDUP_CELL if SPEEDUP_CELL in run.fields else sorted(run.fields)[0]
         f = run.fields[key]
@@ -79,7 +92,11 @@ def cost_bars(w, run, a):
           f"resident{short}"
           + (f"; at {SPEEDUP_CELL[0]:,} VMAs with more resident memory: {more}" if more else "")
           + f". Host kernel, natively: {fmt(host['smaps'] / host['rollup'], 1)}x.")
-    if rows:
+    if rows and all(math.isnan(r["series_over_stock"]) for r in rows):
+        w(f"- **Bar 2: series within {100 * (MAX_SLOWDOWN - 1):.0f}% of stock or faster at "
+          "every size**: no stock kernel in this run (PREEMPT_STOCK=0): see the same-boot "
+          "comparison below.")
+    elif rows:
         worst = max(rows, key=lambda r: r["series_over_stock"])
         over = [r for r in rows if r["series_over_stock"] > MAX_SLOWDOWN]
         w(f"- **Bar 2: series within {100 * (MAX_SLOWDOWN - 1):.0f}% of stock or faster at "
@@ -99,6 +116,19 @@ def cost_bars(w, run, a):
           + ". Unchanged code as noise controls, series/stock (pooled): /proc/PID/maps "
           + ", ".join(fmt(r["maps_series_over_stock"]) for r in rows)
           + "; /proc/PID/smaps " + ", ".join(fmt(r["smaps_series_over_stock"]) for r in rows) + ".")
+    dense = [r for r in a["cost_rows"] if rss_key(r["rss"])[1] == "d"]
+    if dense:
+        def judged(r):  # the same-boot ratio when the series kernel had the stock file
+            same_boot = r["same_boot_series_over_stock"]
+            return r["series_over_stock"] if math.isnan(same_boot) else same_boot
+        over = [r for r in dense if not judged(r) <= MAX_SLOWDOWN]
+        w(f"- **Bar 2 on dense targets (every VMA resident, none skipped as empty): series "
+          f"within {100 * (MAX_SLOWDOWN - 1):.0f}% of stock or faster** (same boot where "
+          f"available): {verdict(not over)}: " + ", ".join(
+              f"{r['vmas']}/{r['rss']} MiB ({r['rss_mib']:.0f} MiB resident): same boot "
+              f"{fmt(r['same_boot_series_over_stock'], 3)}, across kernels "
+              f"{fmt(r['series_over_stock'], 3)} (maps control {fmt(r['maps_series_over_stock'], 3)})"
+              for r in dense) + ".")
     same = [r for r in a["cost_rows"] if r["n"]["same_boot_stock"]]
     if same:
         w("- **Same boot, series over stock's implementation (smaps_rollup / "
@@ -181,7 +211,7 @@ def layout_section(w, run, a):
     rows = [r for r in a["cost_rows"] if rss_key(r["rss"])[1]]
     if not rows:
         return
-    w("## Half-untouched and shmem-swap targets (medians, ms; TCG guest, emulated times)\n")
+    w("## Half-untouched, shmem-swap and dense targets (medians, ms; TCG guest, emulated times)\n")
     w("| layout | VMAs | RSS MiB | Swap kB | series rollup | stock rollup | series/stock | "
       "3/4 per round | maps series/stock | status series/stock | same boot: stock file | "
       "series/stock file | maps | status |")
@@ -200,7 +230,9 @@ def layout_section(w, run, a):
     w("\nHalf-untouched: each mapping is followed by a one-page PROT_NONE anonymous "
       "reservation that is never touched (no anon_vma), so half the VMAs have nothing "
       "to walk. Shmem-swap: half the memfd pages paged out to zram (Swap column: the "
-      "series rollup's), so the shmem swap accounting runs. maps and status series/stock: "
+      "series rollup's), so the shmem swap accounting runs. Dense: every VMA holds resident "
+      "pages (RSS MiB as measured: one page per VMA at least), so no VMA can be skipped "
+      "as empty. maps and status series/stock: "
       "the controls, code the series does not change, across the two kernels. Same boot (a "
       "series kernel with /proc/PID/smaps_rollup_stock only): stock's implementation read "
       "in the series boot, the series rollup over it, and that boot's maps and status "
@@ -240,7 +272,10 @@ def stall_section(w, a):
                   + " / ".join(f"{x:.0f}" for x in s["p99_by_round"].values())
                   + f" | {s['mmap_p99']:.0f} | {s['munmap_p99']:.0f} | {s['reads']} | "
                   f"{fmt(s['read_p50_ms'], 3)} |")
-        w(f"\n![stall {vmas} {rss}](stall-{vmas}-{rss}.png)\n")
+        if f"stall-{vmas}-{rss}.png" in a.get("stall_plots", [f"stall-{vmas}-{rss}.png"]):
+            w(f"\n![stall {vmas} {rss}](stall-{vmas}-{rss}.png)\n")
+        else:
+            w("")
     w("The target runs pinned to vCPU 0 and its readers to vCPU 1 (when the guest has "
       "two CPUs, see Setup), so that they do not compete for a CPU. `none` has no reader; `status:N` has N readers looping on "
       "/proc/PID/status, the control (the same reader load without the page walk or "
@@ -270,6 +305,76 @@ def invert_section(w, a):
       "loop at nice 15 beside a nice-0 task busy for 2 ms, asleep for 1 ms. Each figure is "
       "the median over the runs of a run's mean (or max) over all its mmap and munmap "
       "calls. File: invert.csv.\n")
+
+
+def models_section(w, run, a):
+    """Every preemption model side by side: layout cells, stall, inversion."""
+    models = a.get("models")
+    if not models:
+        return
+    w("## Preemption models\n")
+    w("The same cells on kernels that differ only by preemption model: "
+      + ", ".join(f"{m} ({MODEL_OPTIONS.get(m, '?')})" for m in models)
+      + ". The first model ran the whole plan (the sections above); the others ran the "
+      "half-untouched and dense cost cells, the stall and the inversion (round 1). "
+      f"Run with PREEMPT_STOCK={run.run_info.get('preempt_stock', '1')}"
+      + (": the models other than voluntary have no stock kernel, only the same-boot "
+         "comparison (stock's implementation beside the series)."
+         if run.run_info.get("preempt_stock") == "0" else
+         ": each model has its stock kernel (stock-MODEL) too.") + "\n")
+    w("**Cost (medians, ms; TCG guest, emulated times)**:\n")
+    w("| model | cell | VMAs | RSS MiB | series rollup | same boot: stock file | series/stock file | "
+      "same boot maps | stock kernel rollup | series/stock | maps series/stock |")
+    w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for m, f in models.items():
+        for r in f["cost_rows"]:
+            med = r["median"]
+            w(f"| {m} | {r['vmas']}:{r['rss']} ({size_label(r['vmas'], r['rss']).split(', ', 2)[2]}) | "
+              f"{r['nvmas']} | {r['rss_mib']:.0f} | {fmt(med['series'], 3)} | "
+              f"{fmt(med['same_boot_stock'], 3)} | {fmt(r['same_boot_series_over_stock'], 3)} | "
+              f"{fmt(med['maps'], 3)} | {fmt(med['stock'], 3)} | {fmt(r['series_over_stock'], 3)} | "
+              f"{fmt(r['maps_series_over_stock'], 3)} |")
+    w("\nseries/stock file: the series rollup over stock's implementation in the same boot "
+      "(the bench-MODEL kernel); series/stock: over the stock-MODEL kernel's rollup, with "
+      "/proc/PID/maps series/stock beside it as the control across the two kernels.\n")
+    w("**Stall (target p99 per operation, µs; TCG guest, emulated)**:\n")
+    w("| model | target | readers | status control | series rollup | series/control | "
+      "series above control | same boot: stock file above control | stock kernel: control | "
+      "stock kernel: rollup | stock above control |")
+    w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for m, f in models.items():
+        st = f["stall"]
+        for vmas, rss in stall_sizes(st):
+            for n in sorted({readers_of(k[3]) for k in st} - {0}):
+                def get(kernel, cond, key="p99"):
+                    s = st.get((kernel, vmas, rss, cond))
+                    return s[key] if s else float("nan")
+                series, control = get("series", f"rollup:{n}"), get("series", f"status:{n}")
+                w(f"| {m} | {vmas}:{rss} | {n} | {fmt(control, 0)} | {fmt(series, 0)} | "
+                  f"{fmt(ratio(series, control))} | "
+                  f"{fmt(get('series', f'rollup:{n}', 'above_control'), 0)} | "
+                  f"{fmt(get('series', f'{SAME_BOOT_STOCK}:{n}', 'above_control'), 0)} | "
+                  f"{fmt(get('stock', f'status:{n}'), 0)} | {fmt(get('stock', f'rollup:{n}'), 0)} | "
+                  f"{fmt(get('stock', f'rollup:{n}', 'above_control'), 0)} |")
+    w(f"\nseries/control: the bar is {STALL_CONTROL_FACTOR}x; above control: the p99 less the "
+      "same kernel's status:N p99 (the stock file's: in the series boot).\n")
+    w("**Priority inversion (mapper's mean and max mmap/munmap latency, µs; TCG guest, "
+      "emulated)**:\n")
+    w("| model | kernel | condition | mean | control mean | mean/control | max | control max |")
+    w("|---|---|---|---:|---:|---:|---:|---:|")
+    for m, f in models.items():
+        inv = f["invert"]
+        for kernel in ("series", "stock"):
+            for cond in STALL_CONDS:
+                s = inv.get((kernel, cond))
+                if not s or cond.startswith("status"):
+                    continue
+                c = inv.get((kernel, f"status:{s['readers']}"))
+                cm, cx = (c["mean"], c["max"]) if c else (float("nan"), float("nan"))
+                w(f"| {m} | {kernel} | {cond_label(cond)} | {fmt(s['mean'])} | {fmt(cm)} | "
+                  f"{fmt(ratio(s['mean'], cm))} | {fmt(s['max'])} | {fmt(cx)} |")
+    w(f"\nmean/control: the bar is {INVERT_MEAN_FACTOR}x. Files: models-cost.csv, "
+      "models-stall.csv, models-invert.csv.\n")
 
 
 def fleet_section(w, run, a):
@@ -317,6 +422,7 @@ def readme(run, a, old_readme):
     fits_section(w, a)
     stall_section(w, a)
     invert_section(w, a)
+    models_section(w, run, a)
     fleet_section(w, run, a)
     notes = None
     if old_readme and os.path.exists(old_readme):

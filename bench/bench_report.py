@@ -7,7 +7,7 @@ import subprocess
 
 from bench_stats import KERNELS, SAME_BOOT_STOCK, median, percentile, rss_key, stall_sizes
 
-LAYOUTS = {"": "spread", "h": "heap", "u": "half-untouched", "s": "shmem-swap"}
+LAYOUTS = {"": "spread", "h": "heap", "u": "half-untouched", "s": "shmem-swap", "d": "dense"}
 STALL_CONDS = ("none", "status:1", "rollup:1", f"{SAME_BOOT_STOCK}:1",
                "status:2", "rollup:2", f"{SAME_BOOT_STOCK}:2")
 NOTES_RE = re.compile(r"<!-- notes -->.*?<!-- /notes -->", re.S)
@@ -47,7 +47,7 @@ def size_label(vmas, rss):
     mib, layout = rss_key(rss)
     what = {"": "spread over the VMAs", "h": "the anonymous half in one VMA",
             "u": "half the VMAs untouched PROT_NONE reservations",
-            "s": "half the shmem swapped out"}[layout]
+            "s": "half the shmem swapped out", "d": "every VMA resident"}[layout]
     return f"{vmas} VMAs, {mib} MiB resident, {what}"
 
 
@@ -137,6 +137,33 @@ def write_csvs(out, run, a):
                 median(d["ms"]), percentile(d["ms"], 0.9)) for (k, m), d in sorted(run.fleet.items())])
 
 
+def write_model_csvs(out, models):
+    """models-cost.csv, models-stall.csv, models-invert.csv: every
+    preemption model's figures, one model column first."""
+    cost_keys = ("series_over_stock", "maps_series_over_stock", "same_boot_series_over_stock")
+    write_csv(os.path.join(out, "models-cost.csv"),
+              ["model", "vmas", "rss_mib", "layout", "nvmas", "rss_mib_actual", "rollup_series_ms",
+               "rollup_stock_ms", "maps_ms", "maps_stock_ms", "rollup_stock_file_same_boot_ms"]
+              + list(cost_keys),
+              [(m, r["vmas"], rss_key(r["rss"])[0], layout_of(r["rss"]), r["nvmas"],
+                round(r["rss_mib"], 1), r["median"]["series"], r["median"]["stock"],
+                r["median"]["maps"], r["median"]["maps_stock"], r["median"]["same_boot_stock"])
+               + tuple(r[k] for k in cost_keys)
+               for m, f in models.items() for r in f["cost_rows"]])
+    stall_keys = ("ops", "p50", "p99", "max", "above_control", "reads")
+    write_csv(os.path.join(out, "models-stall.csv"),
+              ["model", "kernel", "vmas", "rss_mib", "condition"]
+              + [k if k in ("ops", "reads") else f"{k}_us" for k in stall_keys],
+              [(m,) + key + tuple(s[k] for k in stall_keys)
+               for m, f in models.items() for key, s in sorted(f["stall"].items())])
+    invert_keys = ("readers", "runs", "mean", "max")
+    write_csv(os.path.join(out, "models-invert.csv"),
+              ["model", "kernel", "condition", "readers", "runs", "mean_us", "max_us"],
+              [(m,) + key + tuple(s[k] for k in invert_keys)
+               for m, f in models.items() for key, s in sorted(f["invert"].items())])
+    return ["models-cost.csv", "models-stall.csv", "models-invert.csv"]
+
+
 # ------------------------------------------------------------------ plots
 COST_LINES = (("smaps_ms", "1. smaps + C parser (series)", ""),
               ("awk_ms", "2. awk over smaps (series)", ""),
@@ -158,7 +185,9 @@ def cost_plot(source, x, col):
 
 
 def write_plots(out, raw, a, rounds):
-    """gnuplot: cost against VMAs and RSS, and one stall chart per size."""
+    """gnuplot: cost against VMAs and RSS, and one stall chart per size
+    (a size without a condition measured on both kernels, as in a run
+    without the stock kernel, gets none). Sets a["stall_plots"]."""
     header = [h for h, _ in cost_columns(rounds)]
 
     def col(name):
@@ -177,9 +206,12 @@ def write_plots(out, raw, a, rounds):
           'set title "Cost of one read against resident memory (4,000 VMAs)"',
           'set xlabel "resident memory (MiB)"', cost_plot(rss_sweep, col("rss_mib_actual"), col)]
     plots = ["cost-vs-vmas.png", "cost-vs-rss.png"]
+    if not any(not rss_key(r["rss"])[1] for r in a["cost_rows"]):
+        gp, plots = gp[:5], []     # no spread cell: no cost plot
     dat_header = ["cond"] + [f"{k}_{stat}" for stat, k, _ in STALL_BARS]
     for vmas, rss in stall_sizes(a["stall"]):
         dat = os.path.join(raw, f"stall-{vmas}-{rss}.dat")
+        lines = 0
         with open(dat, "w") as f:
             f.write("# " + " ".join(dat_header) + "\n")
             for cond in STALL_CONDS:
@@ -187,6 +219,9 @@ def write_plots(out, raw, a, rounds):
                 if all(got.values()):
                     f.write(f'"{cond}" ' + " ".join(f"{got[k][stat]:.1f}" for stat, k, _ in STALL_BARS)
                             + "\n")
+                    lines += 1
+        if not lines:
+            continue
         name = f"stall-{vmas}-{rss}.png"
         bars = ", ".join(f'"{dat if i == 0 else ""}" using {dat_header.index(f"{k}_{stat}") + 1}'
                          + (":xtic(1)" if i == 0 else "") + f' title "{k} {stat}" lc rgb "{color}"'
@@ -199,6 +234,9 @@ def write_plots(out, raw, a, rounds):
                'set ylabel "latency per operation (us, log; TCG guest, emulated)"',
                'set xlabel "readers"', "plot " + bars, 'set datafile separator ","']
         plots.append(name)
+    a["stall_plots"] = [p for p in plots if p.startswith("stall-")]
+    if not plots:
+        return plots
     script = os.path.join(raw, "plots.gp")
     with open(script, "w") as f:
         f.write("\n".join(gp) + "\n")

@@ -118,7 +118,7 @@ def bootstrap_ratio(a, b, iterations=BOOTSTRAP_ITERATIONS, seed=1):
 
 def rss_key(rss):
     """RSS_MIB[LAYOUT] as bench-target takes it: (512, ''), (512, 'h')..."""
-    mib = rss.rstrip("hus")
+    mib = rss.rstrip("husd")
     return int(mib), rss[len(mib):]
 
 
@@ -159,7 +159,7 @@ def cost_row(run, vmas, rss):
 def cost_rows(run):
     """Every cell measured on the series kernel, plain layout first."""
     cells = {(k[1], k[2]) for k in run.cost if k[0] == "series"}
-    layout_order = ("", "h", "u", "s")
+    layout_order = ("", "h", "u", "s", "d")
     ordered = sorted(cells, key=lambda c: (layout_order.index(rss_key(c[1])[1]), c[0],
                                            rss_key(c[1])[0]))
     return [cost_row(run, vmas, rss) for vmas, rss in ordered]
@@ -307,6 +307,18 @@ def invert_verdicts(summaries):
                          s["mean"] <= INVERT_MEAN_FACTOR * control["mean"],
                          s["max"] <= control["max"]))
     return verdicts
+
+
+# ------------------------------------------------------- preemption models
+# The layouts whose cost cells every preemption model runs (scripts/bench).
+MODEL_LAYOUTS = ("u", "d")
+
+
+def model_figures(run):
+    """What a preemption model's boots show: stall and inversion summaries,
+    and the cost rows of the half-untouched and dense cells."""
+    return dict(stall=stall_summaries(run), invert=invert_summaries(run),
+                cost_rows=[r for r in cost_rows(run) if rss_key(r["rss"])[1] in MODEL_LAYOUTS])
 
 
 # ------------------------------------------------------------------ fleet

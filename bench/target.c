@@ -20,7 +20,14 @@
  *      a PROT_NONE anonymous reservation (guard-page style, no anon_vma)
  *      instead of a hole, so the mappings above number VMAS / 2;
  *   s  half of the shmem pages are paged out (MADV_PAGEOUT) to swap, which
- *      must be on: the shmem swap accounting path.
+ *      must be on: the shmem swap accounting path;
+ *   d  dense: every mapping holds resident pages, none is empty. Each
+ *      kind's budget is spread evenly over its mappings (their sizes
+ *      differ by one page at most) instead of filling whole mappings of
+ *      ceil(budget / mappings) pages until it runs out; when a kind has
+ *      more mappings than budgeted pages, each still gets one page, so the
+ *      resident size grows to one page per mapping (about 63 MiB at
+ *      16,000 VMAs whatever RSS_MIB says; "ready" reports the real one).
  *
  * Then it prints "ready PID NVMAS RSS_KB" on stdout and obeys lines on
  * stdin:
@@ -55,6 +62,7 @@ struct kind {
 	const char *name;
 	long vmas;	/* mappings of this kind */
 	long pages;	/* pages per mapping */
+	long extra;	/* dense: the first EXTRA mappings have one page more */
 	long budget;	/* resident pages to fault in */
 };
 
@@ -79,12 +87,12 @@ static void page_out_shmem(char *start, size_t len)
 
 static void layout(long vmas, long rss_mib, char shape, const char *file)
 {
-	bool heap = shape == 'h', untouched = shape == 'u';
+	bool heap = shape == 'h', untouched = shape == 'u', dense = shape == 'd';
 	long total_pages = rss_mib * (1024 * 1024 / PAGE);
 	struct kind k[3] = {
-		{ "anon", 0, 0, total_pages - 2 * (total_pages / 4) },
-		{ "file", 0, 0, total_pages / 4 },
-		{ "shmem", 0, 0, total_pages / 4 },
+		{ "anon", 0, 0, 0, total_pages - 2 * (total_pages / 4) },
+		{ "file", 0, 0, 0, total_pages / 4 },
+		{ "shmem", 0, 0, 0, total_pages / 4 },
 	};
 	long own = count_vmas() + 1; /* +1: the stall record buffer later */
 	long n = vmas - own, span = 0;
@@ -99,19 +107,31 @@ static void layout(long vmas, long rss_mib, char shape, const char *file)
 	k[2].vmas = n / 4;
 	k[0].vmas = n - k[1].vmas - k[2].vmas;
 	for (int i = 0; i < 3; i++) {
-		k[i].pages = (k[i].budget + k[i].vmas - 1) / k[i].vmas;
-		if (k[i].pages < 1 || (heap && i == 0))
-			k[i].pages = 1;
-		span += k[i].vmas * (k[i].pages + 1);
+		if (dense) {
+			k[i].pages = k[i].budget / k[i].vmas;
+			k[i].extra = k[i].budget % k[i].vmas;
+			if (k[i].pages < 1) {	/* one page each, over budget */
+				k[i].pages = 1;
+				k[i].extra = 0;
+				k[i].budget = k[i].vmas;
+			}
+		} else {
+			k[i].pages = (k[i].budget + k[i].vmas - 1) / k[i].vmas;
+			if (k[i].pages < 1 || (heap && i == 0))
+				k[i].pages = 1;
+		}
+		span += k[i].vmas * (k[i].pages + 1) + k[i].extra;
 	}
 	if (heap)
 		span += k[0].budget;
 
 	memfd = memfd_create("bench-shmem", MFD_CLOEXEC);
-	if (memfd < 0 || ftruncate(memfd, (off_t)(k[2].vmas * k[2].pages * PAGE)))
+	if (memfd < 0 ||
+	    ftruncate(memfd, (off_t)((k[2].vmas * k[2].pages + k[2].extra) * PAGE)))
 		die("memfd");
 	filefd = open(file, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (filefd < 0 || ftruncate(filefd, (off_t)(k[1].vmas * k[1].pages * PAGE)))
+	if (filefd < 0 ||
+	    ftruncate(filefd, (off_t)((k[1].vmas * k[1].pages + k[1].extra) * PAGE)))
 		die("create %s", file);
 
 	base = mmap(NULL, span * PAGE, PROT_NONE,
@@ -121,16 +141,16 @@ static void layout(long vmas, long rss_mib, char shape, const char *file)
 	p = base;
 	for (int i = 0; i < 3; i++) {
 		long left = k[i].budget;
+		off_t off = 0;	/* in the file or memfd */
 
 		if (i == 2)
 			shmem_start = p;
 		for (long j = 0; j < k[i].vmas; j++) {
-			size_t len = (size_t)k[i].pages * PAGE;
+			size_t len = (size_t)(k[i].pages + (j < k[i].extra)) * PAGE;
+			void *m;
 
 			if (heap && i == 0 && j == 0)
 				len += (size_t)k[0].budget * PAGE;
-			off_t off = (off_t)(j * k[i].pages * PAGE);
-			void *m;
 
 			if (i == 0) {
 				m = mmap(p, len, PROT_READ | PROT_WRITE,
@@ -157,6 +177,7 @@ static void layout(long vmas, long rss_mib, char shape, const char *file)
 			if (!untouched && munmap(p + len, PAGE))
 				die("munmap gap");
 			p += len + PAGE;
+			off += (off_t)len;
 		}
 	}
 	close(memfd);
@@ -227,9 +248,9 @@ int main(int argc, char **argv)
 	double secs;
 
 	if (argc != 4)
-		die("usage: bench-target VMAS RSS_MIB[h|u|s] FILE");
+		die("usage: bench-target VMAS RSS_MIB[h|u|s|d] FILE");
 	strtol(argv[2], &kind, 10);
-	if (kind[0] && (kind[1] || !strchr("hus", kind[0]))) {
+	if (kind[0] && (kind[1] || !strchr("husd", kind[0]))) {
 		errno = 0;
 		die("bad RSS_MIB[LAYOUT] %s", argv[2]);
 	}

@@ -98,6 +98,40 @@ class AnalyzeTest(unittest.TestCase):
         self.assertNotIn("r34_maps_normalised", header)
         self.assertEqual(header.index("layout"), 2)
 
+    def test_dense_cell(self):
+        row = self.row(4000, "16d")
+        self.assertAlmostEqual(row["series_over_stock"], 1.2)
+        self.assertAlmostEqual(row["same_boot_series_over_stock"], 1.25)
+        self.assertAlmostEqual(row["maps_series_over_stock"], 1.0)
+        self.assertIn("| every VMA resident | 3999 |", self.readme)
+        self.assertIn("Bar 2 on dense targets (every VMA resident, none skipped as empty): "
+                      "series within 5% of stock or faster** (same boot where available): "
+                      "MISSED: 4000/16d MiB (17 MiB resident): same boot 1.250, across kernels "
+                      "1.200 (maps control 1.000).", self.readme)
+
+    def test_models(self):
+        self.assertEqual(self.raw_run.models, ["voluntary", "full"])
+        self.assertEqual(self.raw_run.model, "voluntary")
+        models = self.figures["models"]
+        self.assertEqual(set(models), {"voluntary", "full"})
+        full = models["full"]
+        self.assertEqual([(r["vmas"], r["rss"]) for r in full["cost_rows"]],
+                         [(4000, "16u"), (4000, "16d")])
+        for r in full["cost_rows"]:
+            self.assertAlmostEqual(r["series_over_stock"], 0.75)
+            self.assertAlmostEqual(r["same_boot_series_over_stock"], 0.9)
+            self.assertAlmostEqual(r["maps_series_over_stock"], 1.0)
+        self.assertAlmostEqual(full["stall"][("series", 16000, "128h", "rollup:1")]["above_control"],
+                               200.0)
+        self.assertAlmostEqual(full["invert"][("series", "rollup:1")]["mean"], 60.0)
+        # The voluntary model's own figures are not mixed with full's.
+        self.assertAlmostEqual(self.row(4000, "16u")["series_over_stock"], 1.0)
+        self.assertIn("## Preemption models", self.readme)
+        self.assertIn("| full | 4000:16d (every VMA resident) | 3999 | 17 | 0.900 | 1.000 | 0.900 |",
+                      self.readme)
+        self.assertIn("| full | 16000:128h | 1 | 1000 | 1200 | 1.20 | 200 | 1000 |", self.readme)
+        self.assertTrue(os.path.exists(os.path.join(self.out, "models-stall.csv")))
+
     def test_percentile(self):
         self.assertEqual(bench_stats.percentile([3, 1, 2, 4], 0.5), 2)
         self.assertEqual(bench_stats.percentile(list(range(1, 101)), 0.99), 99)

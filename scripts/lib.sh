@@ -13,14 +13,17 @@ TARBALL=${SMAPS_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
 export CCACHE_DIR=$CACHE/ccache
 
 # kernel_out VARIANT: the kbuild output directory of a kernel variant
-# (stock, base, series, debug, bench; see scripts/build-kernel). With KSRC_OVERRIDE set (development only),
+# (stock, base, series, debug, bench and the preemption-model variants
+# bench-preempt, bench-none, stock-preempt, stock-none; see
+# scripts/build-kernel). With KSRC_OVERRIDE set (development only),
 # the VARIANT-override one that scripts/build-kernel then builds.
 kernel_out() { echo "$KOUT/$1${KSRC_OVERRIDE:+-override}"; }
 
 # kernel_image VARIANT|BZIMAGE: the bzImage of a variant, or BZIMAGE as given.
 kernel_image() {
 	case $1 in
-	stock | base | series | debug | bench) echo "$(kernel_out "$1")/arch/x86/boot/bzImage" ;;
+	stock | base | series | debug | bench | bench-preempt | bench-none | stock-preempt | stock-none)
+		echo "$(kernel_out "$1")/arch/x86/boot/bzImage" ;;
 	*) echo "$1" ;;
 	esac
 }

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Write bench/testdata/run/: a small raw scripts/bench run in the real
 format (QUICK plan, one round, stock and series kernels, the series one
-with /proc/PID/smaps_rollup_stock), with figures chosen so that
+with /proc/PID/smaps_rollup_stock, in two preemption models: voluntary,
+the whole plan, and full, its reduced plan), with figures chosen so that
 bench/test_analyze.py knows every result:
 
 - cost, ms: series rollup 2.0 at 4,000 VMAs and 8.0 at 16,000 (16 MiB),
   4.0 at 4,000 VMAs and 64 MiB; stock 1.6, 6.4 and 3.2 (series/stock
   1.25, bar 2 missed), stock's file in the series boot the same as stock;
   smaps 30x rollup on both kernels (bar 1: 30x, met);
-  the half-untouched cell (4000:16u) 1.0 on both.
+  the half-untouched cell (4000:16u) 1.0 on both; the dense cell
+  (4000:16d) series 3.0, stock 2.5 (1.2), stock's file in the series
+  boot 2.4 (1.25), maps 1.0 on both.
 - stall, 16000:128h, 20 ops per condition, all 100 µs but one spike:
   status:1 1000 µs on both kernels, series rollup:1 1100, stock rollup:1
   3000, stock's file in the series boot 2500.
@@ -16,6 +19,11 @@ bench/test_analyze.py knows every result:
   rollup:1 means 54/55/70, max 400/450/900; stock status:1 as series',
   stock rollup:1 means 190/200/210, max 5000.
 - fleet: rollup sweeps series 10 and 12 ms, stock 10 ms; status 5 ms.
+- model full (files KERNEL-full-r1): cells 4000:16u and 4000:16d, series
+  rollup 0.9, stock 1.2 (0.75), stock's file in the series boot 1.0
+  (0.9), maps 1.0; stall 16000:128h, status:1 1000 µs on both, series
+  rollup:1 1200, stock rollup:1 4000, stock's file 2000; inversion, one
+  run each: status:1 mean 50, max 500, series rollup:1 mean 60, max 600.
 
 Run it again after changing the raw format; it overwrites the files.
 """
@@ -33,6 +41,17 @@ SAME_BOOT = "rollup=smaps_rollup_stock"
 def write(name, lines):
     with open(os.path.join(OUT, name), "w") as f:
         f.write("".join(line + "\n" for line in lines))
+
+
+def layout_cost(kernel, cell, rollup, same_boot):
+    """One layout cell: rollup, status and maps reads, the stock file's
+    on the series kernel."""
+    lines = [f"fields,{cell},rollup,{FIELDS}"]
+    methods = [("rollup", rollup), ("status", 0.1), ("maps", 1.0)]
+    if kernel == "series":
+        methods.append((SAME_BOOT, same_boot))
+    return lines + [f"cost,{cell},{m},{i},{round(ms * 1e6)},17224"
+                    for m, ms in methods for i in range(3)]
 
 
 def cost_lines(kernel):
@@ -53,6 +72,7 @@ def cost_lines(kernel):
     lines.append(f"fields,4000,16u,3999,17228,rollup,{FIELDS}")
     lines += [f"cost,4000,16u,3999,17228,{m},{i},1000000,17224"
               for m in ("rollup", "status", "maps") for i in range(3)]
+    lines += layout_cost(kernel, "4000,16d,3999,17228", 3.0 if kernel == "series" else 2.5, 2.4)
     return lines
 
 
@@ -79,20 +99,24 @@ def invert(kernel, conds):
 
 def main():
     os.makedirs(OUT, exist_ok=True)
-    write("run.txt", ["plan,quick", "rounds,1",
+    write("run.txt", ["plan,quick", "rounds,1", "models,voluntary full", "preempt_stock,1",
                       "stock_image,/k/stock/bzImage,2026-11-22 19:00:00,0123456789abcdef",
                       "series_image,/k/series/bzImage,2026-11-22 19:00:00,fedcba9876543210",
+                      "stock-full_image,/k/stock-preempt/bzImage,2026-11-22 19:00:00,0123456789abcdee",
+                      "series-full_image,/k/bench-preempt/bzImage,2026-11-22 19:00:00,fedcba987654321f",
                       "host,6.1.0,2 cpus", "guest_mem_mib,3072", "started,2026-11-22 19:10:00",
                       "load,stock-r1,0.50 0.40 0.30", "load,series-r1,0.60 0.50 0.40",
+                      "load,stock-full-r1,0.50 0.40 0.30", "load,series-full-r1,0.60 0.50 0.40",
                       "finished,2026-11-22 19:14:00"])
-    for kernel in ("stock", "series"):
+    for kernel in ("stock", "series", "stock-full", "series-full"):
         meta = [f"kernel,{kernel}", "round,1", f"uname,6.12.117-{kernel} #1 SMP",
                 "clocksource,tsc", "cpus,2", "memtotal_kb,3000000", "thp,[madvise]",
                 "awk,/usr/bin/mawk", "clock,getres_ns,1", "clock,min_delta_ns,76",
                 "clock,median_delta_ns,80", "done,120"]
-        if kernel == "series":
+        if kernel.startswith("series"):
             meta.append(f"same_boot,{SAME_BOOT}")
         write(f"meta-{kernel}-r1.txt", meta)
+    for kernel in ("stock", "series"):
         write(f"cost-{kernel}-r1.csv", cost_lines(kernel))
         write(f"fleet-{kernel}-r1.csv",
               [f"fleet,100,rollup,{i},{ms * 1000000},120,110"
@@ -104,6 +128,16 @@ def main():
                      "rollup:1": [(190, 5000), (200, 5000), (210, 5000)]})
     invert("series", {"status:1": [(50, 500)] * 3,
                       "rollup:1": [(54, 400), (55, 450), (70, 900)]})
+    # Model full: its reduced plan.
+    for kernel, rollup in (("stock", 1.2), ("series", 0.9)):
+        write(f"cost-{kernel}-full-r1.csv",
+              [line for cell in ("4000,16u,3999,17228", "4000,16d,3999,17228")
+               for line in layout_cost(kernel, cell, rollup, 1.0)])
+    stall("stock-full", {"none": 200, "status:1": 1000, "rollup:1": 4000})
+    stall("series-full", {"none": 200, "status:1": 1000, "rollup:1": 1200,
+                          f"{SAME_BOOT}:1": 2000})
+    invert("stock-full", {"status:1": [(50, 500)], "rollup:1": [(300, 6000)]})
+    invert("series-full", {"status:1": [(50, 500)], "rollup:1": [(60, 600)]})
 
 
 if __name__ == "__main__":
