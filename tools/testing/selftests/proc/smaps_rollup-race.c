@@ -2,10 +2,12 @@
 /*
  * /proc/PID/smaps_rollup read while its target changes its address space
  * as fast as it can: two threads mmap, munmap, mremap, mprotect and
- * madvise, while the main thread forks children that exit at once.  Stock
- * drops mmap_lock in the middle of the walk when a writer waits, and
- * resumes from the last address it reached; these tests check that the
- * reads stay sane meanwhile:
+ * madvise, while the main thread forks children that exit at once.  The
+ * rollup counts each VMA under the VMA's own read lock (under mmap_lock
+ * when it cannot have that one), and within a VMA it stops, lets go of the
+ * lock, and looks the VMA up again at the address it stopped at, whenever
+ * a writer waits for that lock or the reader should reschedule.  These
+ * tests check that the reads stay sane meanwhile:
  *
  *  - every read parses, obeys the relations of sr_rollup_consistent(), and
  *    stays below what the target could possibly have mapped;
@@ -13,53 +15,61 @@
  *    the churn uses shared memory only, Anonymous never moves.
  *
  * More churns aim at the places where the walk resumes after letting a
- * writer in, with Anonymous again fixed while the layout moves:
+ * writer in, with Anonymous again fixed while the layout moves.  Each has
+ * a walked region that its writers write-lock, so that the walk stops
+ * within it:
  *
- *  - "interrupt": one large VMA, and threads that only take mmap_lock for
- *    writing (mmap and munmap of a page they never touch), so the walk
- *    stops inside the VMA and must resume at the exact address;
+ *  - "interrupt": one large VMA, and threads that take mmap_lock for
+ *    writing for another VMA (mmap and munmap of a page they never touch)
+ *    and change the large VMA's flags (flip_flags()), so the walk stops
+ *    inside the VMA and must resume at the exact address; Rss is exact;
  *  - "split_merge": threads mprotect() single pages of a large VMA to
  *    read-only and back, so the VMA the walk resumes in may have been
  *    split, or merged with the part below the resume address;
+ *  - "split_below": threads mprotect() a lower part of random length of a
+ *    large VMA to read-only and back, and change its flags, so the walk
+ *    resumes, again and again, in a VMA split or merged anew below the
+ *    resume address; Rss is exact;
  *  - "collapse": one thread splits VMAs in the middle of PMD-sized ranges
  *    and merges them again, another collapses the ranges into THPs with
  *    MADV_COLLAPSE, so the walk may resume in the middle of a PMD-mapped
  *    THP of which it has counted the lower part already;
  *  - "shmem_swap": as "interrupt", but the large VMA maps a memfd, half of
  *    it swapped out, so the walk resumes inside a VMA whose swap it counts
- *    page by page, and Swap must stay exact;
+ *    by range, and Swap must stay exact;
  *  - "unmap": one large VMA, written in its lower half only, and threads
  *    that munmap() random ranges of its upper half and mmap() them back,
  *    so the walk may resume in a hole, or in a VMA split or merged anew;
  *  - "remap": the same VMA, and threads that shrink it with mremap() and
  *    grow it back in place, or move random ranges of its upper half away
  *    and back, so the walk may resume past the end of a VMA shrunk
- *    meanwhile, or in a range moved there meanwhile.
+ *    meanwhile, or in a range moved there meanwhile;
+ *  - "writers": as "interrupt", with a smaller VMA and no children forked,
+ *    for a reader at nice 19 that shares its CPU with a busy task: letting
+ *    the writers in must not cost it CPU time
+ *    (low_priority_reader_spends_no_cpu_waiting_for_writers).
  *
  * Reads go through a new fd each time, through pread() at 0 on one fd, and
  * through small read()s; the only error allowed is ESRCH once the target
  * exits.  The churn runs until the test has made MIN_READS reads and
  * CHURN_MS have passed, and at most MAX_CHURN_MS, however slow the kernel.
  *
- * A read that never let a writer in proves nothing here, and its output
- * cannot tell.  So the reader traces its own mmap_lock acquisitions (see
- * sr_lock_trace_start()): a read() that took the target's mmap_lock more
- * than once dropped it and resumed.  The trace does not say where.  But a
- * walk that resumes between VMAs only, as stock's does, takes the lock at
- * most once per VMA it visits.  The "interrupt" and "shmem_swap" churns
- * add one VMA per thread, a page that munmap() removes and mmap() puts
- * back in the same place, so a read() that took the lock more often than
- * the target had VMAs before the churn plus two per thread resumed inside
- * a VMA.  (Splitting VMAs at random, the other churns make VMA boundaries
- * appear ahead of the walk again and again: no such bound holds there.)
- * A test whose reads all passed skips, saying why, when tracing is not
- * available, or no read() resumed (inside a VMA, for those two churns).
+ * A read that never stopped within a VMA proves nothing here, and its
+ * output cannot tell.  So the reader traces its own stops, the trace event
+ * proc/smaps_rollup_stop (see sr_stop_trace_start()), which says where the
+ * walk resumes: a read() counts as resumed if it stopped in the churn's
+ * walked region (anywhere, for the churns without one).  A test whose churn
+ * has a walked region fails if no read() stopped in it; the others skip,
+ * saying why, if none stopped.  Every test that passed skips, saying why,
+ * when the event is not available (a kernel without it, or without
+ * CONFIG_TRACING).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <poll.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 
@@ -73,22 +83,33 @@
 #define SLOT_MAX	(512UL << 10)
 #define THP_SLOT_MAX	(8UL << 20)	/* slot 0 of thread 0, mixed churn */
 #define STABLE_PAGES	2048		/* each page its own VMA */
-/*
- * "interrupt", "split_merge" and "shmem_swap": the VMA spans more page
- * tables (64) than a read takes mmap_lock between VMAs (vma_bound), so
- * that a read over that bound must have resumed inside it.
- */
+/* The walked region of most churns: one VMA of 64 page tables. */
 #define LARGE_VMA	(128UL << 20)
+#define SPLIT_VMA	(64UL << 20)	/* "split_below" */
+#define WRITERS_VMA	(8UL << 20)	/* "writers": quick to read at nice 19 */
 #define PMD_RANGE	(2UL << 20)	/* x86-64, arm64 with 4K pages */
 #define THP_RANGES	4		/* "collapse" */
 #define SWAP_CHUNK	(PMD_RANGE / 2)	/* "shmem_swap": every other one out */
 #define SWAPPED_KB	SR_KB(LARGE_VMA / 2)
 #define PIECE_MAX	(2UL << 20)	/* "unmap", "remap": the most torn at once */
 
+/*
+ * low_priority_reader_spends_no_cpu_waiting_for_writers: LOW_READS reads
+ * at a time (a multiple of three, for the three ways of read_once()) at
+ * nice LOW_NICE, and what their read()s may cost with the writers: CPU
+ * time against that of reads without them, and wall time.
+ */
+#define LOW_NICE	19
+#define LOW_READS	21
+#define LOW_CPU_FACTOR	2
+#define LOW_CPU_SLACK_US	20000
+#define LOW_WALL_MS	60000
+
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE	25
 #endif
 
+/* In the order of workloads[]. */
 enum {
 	CHURN_MIXED,
 	CHURN_SHMEM,
@@ -98,6 +119,8 @@ enum {
 	CHURN_SHMEM_SWAP,
 	CHURN_UNMAP,
 	CHURN_REMAP,
+	CHURN_SPLIT_BELOW,
+	CHURN_WRITERS,
 };
 
 struct slot {
@@ -110,7 +133,7 @@ static struct slot slots[NR_THREADS][SLOTS];
 static int stop;		/* read and set with __atomic builtins */
 static int start_pipe[2], ready_pipe[2];
 static int mode;
-static char *region;		/* the large VMA, or the THP ranges */
+static char *region;		/* the walked region, of region_len() */
 static char *reserve;		/* "remap": where pieces of it move to */
 static int churn_err;		/* why a thread stopped the churn, if one did */
 static pthread_t threads[NR_THREADS];
@@ -123,6 +146,27 @@ static unsigned long long churn_max_kb(int churn)
 	if (churn == CHURN_MIXED)
 		bytes += THP_SLOT_MAX - SLOT_MAX;
 	return bytes >> 10;
+}
+
+/*
+ * The length of the region whose walk @churn's writers interrupt: a VMA,
+ * or "collapse"'s THP ranges.  0 for the churns without one.
+ */
+static size_t region_len(int churn)
+{
+	switch (churn) {
+	case CHURN_MIXED:
+	case CHURN_SHMEM:
+		return 0;
+	case CHURN_COLLAPSE:
+		return THP_RANGES * PMD_RANGE;
+	case CHURN_SPLIT_BELOW:
+		return SPLIT_VMA;
+	case CHURN_WRITERS:
+		return WRITERS_VMA;
+	default:
+		return LARGE_VMA;
+	}
 }
 
 static unsigned int next_random(unsigned int *x)
@@ -273,6 +317,26 @@ static int remap_restore(int id)
 }
 
 /*
+ * Change the flags of the whole walked region: MADV_RANDOM and MADV_NORMAL
+ * in turn on thread 0, MADV_DONTDUMP and MADV_DODUMP on thread 1, so that
+ * each call changes them whatever the other thread did.  That write-locks
+ * each VMA of the region, and so waits for a reader that holds one's read
+ * lock: the reader's walk stops within the VMA to let it in.  Neither flag
+ * changes what smaps_rollup counts, nor what is resident.
+ */
+static void flip_flags(int id)
+{
+	static const int advice[NR_THREADS][2] = {
+		{ MADV_RANDOM, MADV_NORMAL },
+		{ MADV_DONTDUMP, MADV_DODUMP },
+	};
+	static unsigned int flips[NR_THREADS];
+
+	/* ENOMEM where "unmap" or "remap" tore a hole: the rest changes. */
+	madvise(region, region_len(mode), advice[id][flips[id]++ % 2]);
+}
+
+/*
  * One operation of the churns that leave Anonymous alone: 0, or -errno if
  * the churn must stop.
  */
@@ -286,10 +350,25 @@ static int layout_op(int id, unsigned int r)
 	switch (mode) {
 	case CHURN_INTERRUPT:
 	case CHURN_SHMEM_SWAP:
+	case CHURN_WRITERS:
+		/* Take mmap_lock for writing, for a VMA no walk holds. */
 		p = mmap(NULL, page, PROT_READ | PROT_WRITE,
 			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 		if (p != MAP_FAILED)
 			munmap(p, page);
+		flip_flags(id);
+		break;
+	case CHURN_SPLIT_BELOW:
+		/*
+		 * Split off a lower part of the VMA, of one page up to all but
+		 * one, and merge it back: below wherever the walk stopped, the
+		 * VMA it resumes in starts elsewhere than the one it left.
+		 */
+		len = (r % (SPLIT_VMA / page - 1) + 1) * page;
+		if (mprotect(region, len, PROT_READ) ||
+		    mprotect(region, len, PROT_READ | PROT_WRITE))
+			return -errno;
+		flip_flags(id);
 		break;
 	case CHURN_SPLIT_MERGE:
 		p = region + r % (LARGE_VMA / page) * page;
@@ -360,18 +439,12 @@ static void *churn_thread(void *arg)
 	    read(start_pipe[0], &c, 1) != 1)
 		return NULL;
 	/*
-	 * "interrupt" and "shmem_swap" churn on one thread: with one writer
-	 * queued at a time, the reader's wait for the queue to drain ends at
-	 * once, and it stops in nearly every page table of the large VMA;
-	 * with two, one is nearly always queued, and the reader waits out its
-	 * bound at each stop, so it stops too rarely to show a resume inside
-	 * the VMA.  The other churns need no resume inside a VMA to count,
-	 * and run on both threads, for more shapes of the layout: "unmap"
-	 * and "remap" tear the walked VMA in two places at once, and in
-	 * "remap" one thread's shrink may meet the other's piece moved away.
+	 * Both threads churn, for more shapes of the layout: "unmap" and
+	 * "remap" tear the walked VMA in two places at once, in "remap" one
+	 * thread's shrink may meet the other's piece moved away, and in
+	 * "split_below" the two split the VMA at two places.
 	 */
-	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED) &&
-	       !(id && (mode == CHURN_INTERRUPT || mode == CHURN_SHMEM_SWAP))) {
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		if (mode >= CHURN_INTERRUPT) {
 			err = layout_op(id, next_random(&r));
 			if (err) {
@@ -399,44 +472,52 @@ static void *churn_thread(void *arg)
 	return NULL;
 }
 
-static long long now_ms(void)
+static long long clock_ns(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+	clock_gettime(clock, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static long long now_ms(void)
+{
+	return clock_ns(CLOCK_MONOTONIC) / 1000000;
 }
 
 /*
- * Written pages no one touches again: each its own VMA, or one large VMA,
+ * Written pages no one touches again: each its own VMA, or the walked
+ * region, one VMA between PROT_NONE pages so that it merges with nothing,
  * of which "unmap" and "remap" write the lower half only, and tear the
  * upper half.  "remap" reserves a slot per thread, between PROT_NONE pages
  * so that a piece moved there merges with nothing.
  */
 static int map_stable(void)
 {
-	size_t page = getpagesize(), i;
+	size_t page = getpagesize(), len = region_len(mode), i;
 	bool torn = mode == CHURN_UNMAP || mode == CHURN_REMAP;
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS;
 	char *p;
 
-	if (mode == CHURN_INTERRUPT || mode == CHURN_SPLIT_MERGE || torn) {
-		p = mmap(NULL, LARGE_VMA, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (p == MAP_FAILED)
+	if (len) {
+		p = mmap(NULL, len + 2 * page, PROT_NONE, flags, -1, 0);
+		if (p == MAP_FAILED ||
+		    mmap(p + page, len, PROT_READ | PROT_WRITE,
+			 flags | MAP_FIXED, -1, 0) != p + page)
 			return -errno;
-		sr_touch(p, torn ? LARGE_VMA / 2 : LARGE_VMA, 1);
-		region = p;
+		region = p + page;
+		sr_touch(region, torn ? len / 2 : len, 1);
 		if (mode != CHURN_REMAP)
 			return 0;
 		p = mmap(NULL, NR_THREADS * (PIECE_MAX + page) + page,
-			 PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			 PROT_NONE, flags, -1, 0);
 		if (p == MAP_FAILED)
 			return -errno;
 		reserve = p;
 		return 0;
 	}
-	p = mmap(NULL, STABLE_PAGES * page, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p = mmap(NULL, STABLE_PAGES * page, PROT_READ | PROT_WRITE, flags, -1,
+		 0);
 	if (p == MAP_FAILED)
 		return -errno;
 	sr_touch(p, STABLE_PAGES * page, 1);
@@ -512,13 +593,16 @@ static int map_thp_ranges(void)
 	return 0;
 }
 
-/* Has the test asked the churn to stop (or gone away)? */
-static bool stop_asked(void)
+/*
+ * Has the test asked the churn to stop (or gone away)?  Waits up to
+ * @wait_ms for it.
+ */
+static bool stop_asked(int wait_ms)
 {
 	struct pollfd pfd = { .fd = sr_target_cmd_fd, .events = POLLIN };
 	char c;
 
-	if (poll(&pfd, 1, 0) <= 0)
+	if (poll(&pfd, 1, wait_ms) <= 0)
 		return false;
 	if (read(sr_target_cmd_fd, &c, 1) < 0)
 		return false;
@@ -526,10 +610,11 @@ static bool stop_asked(void)
 }
 
 /*
- * Step 1: the memory no one touches, and the churn threads, waiting.
- * Step 2: churn while the main thread forks and reaps children, until the
- * test writes a byte to the command pipe, or for @arg ms at most; return
- * when the threads have stopped.
+ * Step 1: the memory no one touches, and the churn threads, waiting;
+ * return the walked region's address in *@val, 0 if none.
+ * Step 2: churn while the main thread forks and reaps children (but in
+ * "writers"), until the test writes a byte to the command pipe, or for
+ * @arg ms at most; return when the threads have stopped.
  */
 static int churn_step(int step, long arg, unsigned long *val)
 {
@@ -558,13 +643,27 @@ static int churn_step(int step, long arg, unsigned long *val)
 		for (id = 0; id < NR_THREADS; id++)
 			if (read(ready_pipe[0], &c, 1) != 1)
 				return -EPIPE;
+		*val = (unsigned long)region;
 		return 0;
 	}
 	deadline = now_ms() + arg;
 	if (write(start_pipe[1], "xx", NR_THREADS) != NR_THREADS)
 		return -EPIPE;
-	while (!stop_asked() && now_ms() < deadline &&
+	while (now_ms() < deadline &&
 	       !__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		/*
+		 * Not in "writers": a child shares the target's pages until
+		 * it exits, and a shared page costs the reader more CPU time
+		 * to count than a page of its own.  The main thread waits,
+		 * looking at the threads' stop now and then.
+		 */
+		if (mode == CHURN_WRITERS) {
+			if (stop_asked(100))
+				break;
+			continue;
+		}
+		if (stop_asked(0))
+			break;
 		pid = fork();
 		if (pid == 0)
 			_exit(0);
@@ -593,6 +692,8 @@ CHURN_STEP(collapse, CHURN_COLLAPSE)
 CHURN_STEP(shmem_swap, CHURN_SHMEM_SWAP)
 CHURN_STEP(unmap, CHURN_UNMAP)
 CHURN_STEP(remap, CHURN_REMAP)
+CHURN_STEP(split_below, CHURN_SPLIT_BELOW)
+CHURN_STEP(writers, CHURN_WRITERS)
 
 static const struct sr_workload workloads[] = {
 	/* clock_gettime() needs the vDSO; no exact Pss here anyway. */
@@ -605,26 +706,37 @@ static const struct sr_workload workloads[] = {
 	{ "shmem_swap", shmem_swap_step, 0 },
 	{ "unmap", unmap_step, 0 },
 	{ "remap", remap_step, 0 },
+	{ "split_below", split_below_step, 0 },
+	{ "writers", writers_step, 0 },
 	{}
 };
 
 SR_TARGET_MAIN(workloads)
 
-/* The reading side: the file, a kept-open fd, and how often it was read. */
+/*
+ * The reading side: the file, a kept-open fd, how often it was read, and
+ * how often and at what CPU cost the reads stopped within a VMA.
+ */
 struct reader {
 	char path[64];
 	int fd;			/* read with pread() at 0 */
 	unsigned long reads;
 	unsigned long during;	/* reads while the churn ran */
-	unsigned long resumed;	/* read()s that took mmap_lock again */
-	unsigned long inside;	/* read()s that took it over vma_bound times */
-	int vma_bound;		/* VMAs the walk may meet; 0: not counted */
-	int most_locks;		/* the most one read() took it */
-	long long since;	/* when the churn started, in ms */
+	/* While the churn ran, of the stops in its walked region, if any: */
+	unsigned long resumed;	/* read()s that stopped */
+	unsigned long vma_locked;	/* stops under the VMA's lock */
+	unsigned long mmap_locked;	/* and under mmap_lock */
+	int most_stops;		/* the most one read() stopped */
+	unsigned long idle_stops;	/* stops while the churn did not run */
+	long long cpu_ns;	/* the CPU time of the read()s */
+	long long since;	/* when the churn started, in ms; 0 before */
+	unsigned long region;	/* the churn's walked region, 0 if none */
+	bool forced;		/* its writers make reads stop in it */
 	bool asked;		/* the churn was asked to stop */
-	bool traced;		/* lt counts mmap_lock acquisitions */
+	bool stopped;		/* and has reported its end */
+	bool traced;		/* st counts the stops */
 	char why[256];		/* why not, if not */
-	struct sr_lock_trace lt;
+	struct sr_stop_trace st;
 	char buf[8192];
 };
 
@@ -636,54 +748,53 @@ FIXTURE(race) {
 FIXTURE_SETUP(race)
 {
 	self->t.pid = -1;
+	memset(&self->rd, 0, sizeof(self->rd));
 	self->rd.fd = -1;
-	self->rd.reads = 0;
-	self->rd.during = 0;
-	self->rd.resumed = 0;
-	self->rd.inside = 0;
-	self->rd.vma_bound = 0;
-	self->rd.most_locks = 0;
-	self->rd.asked = false;
-	self->rd.traced = false;
-	sr_lock_trace_init(&self->rd.lt);
+	sr_stop_trace_init(&self->rd.st);
 }
 
 /* The tracefs instance outlives a test that failed an ASSERT_*(). */
 FIXTURE_TEARDOWN_PARENT(race)
 {
-	sr_lock_trace_remove(&self->rd.lt);
+	sr_stop_trace_remove(&self->rd.st);
 }
 
 /*
  * One read() (@off < 0) or pread() of smaps_rollup, which counts as resumed
- * if it took the target's mmap_lock more than once.  Returns what read()
- * does, -errno for an error.
+ * if it stopped within a VMA (of the churn's walked region, if it has one)
+ * while the churn ran.  Its CPU time adds to rd->cpu_ns.  Returns what
+ * read() does, -errno for an error.
  */
 static ssize_t read_counted(struct reader *rd, int fd, char *buf, size_t len,
 			    off_t off)
 {
+	int stops, vma_locked;
+	long long cpu;
 	ssize_t n;
-	int locks;
 
-	if (rd->traced)
-		sr_lock_trace_count(&rd->lt);	/* forget the events before */
+	if (rd->traced)		/* forget the events before */
+		sr_stop_trace_count(&rd->st, NULL);
+	cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	n = off < 0 ? read(fd, buf, len) : pread(fd, buf, len, off);
 	if (n < 0)
 		return -errno;
+	rd->cpu_ns += clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu;
 	if (!rd->traced)
 		return n;
-	locks = sr_lock_trace_count(&rd->lt);
-	if (locks < 0) {
+	stops = sr_stop_trace_count(&rd->st, &vma_locked);
+	if (stops < 0) {
 		snprintf(rd->why, sizeof(rd->why), "reading trace_pipe: %s",
-			 strerror(-locks));
+			 strerror(-stops));
 		rd->traced = false;
-	} else if (locks > 1) {
+	} else if (!rd->since || rd->stopped) {
+		rd->idle_stops += stops;
+	} else if (stops) {
 		rd->resumed++;
-		if (rd->vma_bound && locks > rd->vma_bound)
-			rd->inside++;
+		rd->vma_locked += vma_locked;
+		rd->mmap_locked += stops - vma_locked;
+		if (stops > rd->most_stops)
+			rd->most_stops = stops;
 	}
-	if (locks > rd->most_locks)
-		rd->most_locks = locks;
 	return n;
 }
 
@@ -743,21 +854,20 @@ static int read_once(struct __test_metadata *_metadata, struct reader *rd,
 }
 
 /*
- * Start @name and run step 1; open the fd, read the rollup before churn.
- * Skips if the workload needs THP and the kernel refuses MADV_COLLAPSE.
- * If @in_vma, the churn adds no VMA but a page per thread, and a read()
- * that takes mmap_lock more often than there can be VMAs, with a margin,
- * counts as resumed inside one (see the top of this file).
+ * Start the target of @churn and run step 1; open the fd, read the rollup
+ * before the churn, and trace the stops of the reads: within the churn's
+ * walked region if it has one.  Skips if the workload needs THP and the
+ * kernel refuses MADV_COLLAPSE.
  */
-static void start(struct __test_metadata *_metadata, struct sr_target *t,
-		  struct reader *rd, const char *name, bool in_vma,
-		  struct sr_rollup *before)
+static void set_up(struct __test_metadata *_metadata, struct sr_target *t,
+		   struct reader *rd, int churn, struct sr_rollup *before)
 {
-	struct sr_smaps s;
+	const char *name = workloads[churn].name;
+	unsigned long addr = 0;
 	int ret;
 
 	ASSERT_EQ(0, sr_target_start(t, name, MAX_CHURN_MS));
-	ret = sr_target_step(t, 1, NULL);
+	ret = sr_target_step(t, 1, &addr);
 	if (ret == -EOPNOTSUPP)
 		SKIP(return, "MADV_COLLAPSE refused: no THP, or THP enabled is never");
 	ASSERT_EQ(0, ret) TH_LOG("setting up %s: %s", name, strerror(-ret));
@@ -766,13 +876,18 @@ static void start(struct __test_metadata *_metadata, struct sr_target *t,
 	ASSERT_LE(0, rd->fd);
 	ASSERT_EQ(0, sr_read_rollup_stable(t->pid, before))
 		TH_LOG("%s", sr_error);
-	if (in_vma) {
-		ASSERT_EQ(0, sr_sum_smaps(t->pid, &s));
-		rd->vma_bound = s.nr_vmas + 2 * NR_THREADS;
-	}
-	rd->traced = !sr_lock_trace_start(&rd->lt, syscall(SYS_gettid),
+	rd->region = addr;
+	rd->forced = region_len(churn) != 0;
+	rd->traced = !sr_stop_trace_start(&rd->st, syscall(SYS_gettid),
 					  rd->why, sizeof(rd->why));
-	/* Step 2 runs the churn; its status comes when the churn is over. */
+	rd->st.lo = addr;
+	rd->st.hi = addr + region_len(churn);
+}
+
+/* Step 2 runs the churn; its status comes when the churn is over. */
+static void go(struct __test_metadata *_metadata, struct sr_target *t,
+	       struct reader *rd)
+{
 	ASSERT_EQ(1, write(t->cmd, "\2", 1));
 	rd->since = now_ms();
 }
@@ -784,23 +899,45 @@ static void ask_stop(struct sr_target *t, struct reader *rd)
 		rd->asked = true;
 }
 
+/* Stop the churn, once, and see that it went well. */
+static void stop_churn(struct __test_metadata *_metadata,
+		       struct sr_target *t, struct reader *rd)
+{
+	int ret;
+
+	if (rd->stopped)
+		return;
+	ask_stop(t, rd);
+	ret = sr_recv_status(t->ack, NULL);
+	ASSERT_EQ(0, ret) TH_LOG("the churn stopped: %s", strerror(-ret));
+	rd->stopped = true;
+}
+
+/* Whether the churn still runs: it has not reported its end. */
+static bool churn_running(struct sr_target *t)
+{
+	struct pollfd pfd = { .fd = t->ack, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) == 0;
+}
+
 /*
  * Whether the churn goes on, after one more read during it.  Once there
  * were MIN_READS such reads and CHURN_MS have passed, ask it to stop.
  */
 static bool churning(struct sr_target *t, struct reader *rd)
 {
-	struct pollfd pfd = { .fd = t->ack, .events = POLLIN };
-
 	rd->during++;
 	if (rd->during >= MIN_READS && now_ms() - rd->since >= CHURN_MS)
 		ask_stop(t, rd);
-	return poll(&pfd, 1, 0) == 0;
+	return churn_running(t);
 }
 
 /*
- * Let the target exit; then reads fail with ESRCH and nothing else.  Skip
- * a test that passed without showing that a read resumed.
+ * Let the target exit; then reads fail with ESRCH and nothing else.  A
+ * test that passed so far fails if its churn has a walked region and no
+ * read() stopped in it; it skips if it cannot tell, or if its churn has no
+ * such region and no read() stopped within a VMA.
  */
 static void finish(struct __test_metadata *_metadata, struct sr_target *t,
 		   struct reader *rd)
@@ -811,34 +948,33 @@ static void finish(struct __test_metadata *_metadata, struct sr_target *t,
 	int ret;
 
 	if (rd->traced)
-		TH_LOG("%lu reads during the churn, %lu read()s resumed, at most %d locks in one",
-		       rd->during, resumed, rd->most_locks);
+		TH_LOG("%lu reads during the churn, %lu read()s stopped %s, %lu times under the VMA's lock and %lu under mmap_lock, at most %d times in one",
+		       rd->during, resumed,
+		       rd->forced ? "in its walked region" : "within a VMA",
+		       rd->vma_locked, rd->mmap_locked, rd->most_stops);
 	else
 		TH_LOG("%lu reads during the churn", rd->during);
-	if (rd->traced && rd->vma_bound)
-		TH_LOG("%lu read()s took mmap_lock over %d times: resumed inside a VMA",
-		       rd->inside, rd->vma_bound);
 	EXPECT_LE(MIN_READS, rd->during);
-	ask_stop(t, rd);
-	ret = sr_recv_status(t->ack, NULL);
-	ASSERT_EQ(0, ret) TH_LOG("the churn stopped: %s", strerror(-ret));
+	stop_churn(_metadata, t, rd);
 	close(t->cmd);
 	ASSERT_EQ(0, waitid(P_PID, t->pid, &info, WEXITED | WNOWAIT));
 	do {
 		ret = read_once(_metadata, rd, &r);
 	} while (!ret);
 	EXPECT_EQ(-ESRCH, ret);
-	sr_lock_trace_stop(&rd->lt);
+	sr_stop_trace_stop(&rd->st);
 	if (_metadata->exit_code != KSFT_PASS)
 		return;
 	if (!rd->traced)
-		SKIP(return, "cannot tell whether a read resumed: %s", rd->why);
-	if (!resumed)
-		SKIP(return, "no read() took mmap_lock again in %lu reads: no walk resumed",
+		SKIP(return, "cannot tell whether a read stopped within a VMA: %s",
+		     rd->why);
+	if (rd->forced) {
+		EXPECT_LT(0UL, resumed)
+			TH_LOG("no read() stopped in the churn's walked region, though its writers wait for the region's lock");
+	} else if (!resumed) {
+		SKIP(return, "no read() stopped within a VMA in %lu reads",
 		     rd->during);
-	if (rd->vma_bound && !rd->inside)
-		SKIP(return, "no read() took mmap_lock over %d times: none resumed inside a VMA",
-		     rd->vma_bound);
+	}
 }
 
 TEST_F_TIMEOUT(race, every_read_parses_within_bounds_during_churn, 90)
@@ -847,11 +983,13 @@ TEST_F_TIMEOUT(race, every_read_parses_within_bounds_during_churn, 90)
 	struct sr_rollup before, r;
 	int f, ret;
 
-	start(_metadata, &self->t, &self->rd, "churn_mixed", false, &before);
+	set_up(_metadata, &self->t, &self->rd, CHURN_MIXED, &before);
+	go(_metadata, &self->t, &self->rd);
 	/*
 	 * The churn maps at most churn_max_kb() at a time.  A walk that
-	 * drops mmap_lock may meet a page twice, if mremap() moves it from
-	 * behind the walk to ahead of it; allow that, and 8 MiB for stacks.
+	 * lets go of its lock may meet a page twice, if mremap() moves it
+	 * from behind the walk to ahead of it; allow that, and 8 MiB for
+	 * stacks.
 	 */
 	bound = before.kb[SR_RSS] + before.kb[SR_SWAP] +
 		2 * churn_max_kb(CHURN_MIXED) + 8192;
@@ -871,30 +1009,68 @@ TEST_F_TIMEOUT(race, every_read_parses_within_bounds_during_churn, 90)
 }
 
 /*
- * Churn with @workload, which never changes Anonymous nor Swap, and check
+ * A read during a churn that changes neither Anonymous nor Swap must show
+ * both as they were before; and Rss, if @exact_rss.
+ */
+static void expect_as_before(struct __test_metadata *_metadata,
+			     const struct reader *rd,
+			     const struct sr_rollup *before,
+			     const struct sr_rollup *r, bool exact_rss)
+{
+	EXPECT_EQ(before->kb[SR_ANONYMOUS], r->kb[SR_ANONYMOUS])
+		TH_LOG("Anonymous, read %lu", rd->during + 1);
+	EXPECT_EQ(before->kb[SR_SWAP], r->kb[SR_SWAP])
+		TH_LOG("Swap, read %lu", rd->during + 1);
+	if (exact_rss) {
+		EXPECT_EQ(before->kb[SR_RSS], r->kb[SR_RSS])
+			TH_LOG("Rss, read %lu", rd->during + 1);
+	} else {
+		EXPECT_LE(before->kb[SR_ANONYMOUS], r->kb[SR_RSS]);
+	}
+}
+
+/*
+ * The walked region must be resident all through, in a VMA of its own, for
+ * Rss to be exact: with @rss_kb in all, that much is the rest's.
+ */
+static void expect_region_resident(struct __test_metadata *_metadata,
+				   pid_t pid, const struct reader *rd,
+				   int churn, unsigned long long rss_kb)
+{
+	long long region_kb = SR_KB(region_len(churn));
+
+	ASSERT_EQ(region_kb, sr_smaps_vma_field(pid, rd->region, "Rss:"))
+		TH_LOG("Rss of the walked region at %#lx", rd->region);
+	TH_LOG("Rss %llu kB: the walked region's %lld kB and %lld kB besides",
+	       rss_kb, region_kb, (long long)rss_kb - region_kb);
+}
+
+/*
+ * Churn with @churn, which never changes Anonymous nor Swap, and check
  * that every read during it shows them as they were before; Swap must be
- * @swap_kb then.  @in_vma: see start().
+ * @swap_kb then.  @exact_rss: nor Rss, and the walked region is resident
+ * all through.
  */
 static void expect_fixed(struct __test_metadata *_metadata,
-			 struct sr_target *t, struct reader *rd,
-			 const char *workload, bool in_vma, long long swap_kb)
+			 struct sr_target *t, struct reader *rd, int churn,
+			 long long swap_kb, bool exact_rss)
 {
 	struct sr_rollup before, r;
 	int ret;
 
-	start(_metadata, t, rd, workload, in_vma, &before);
+	set_up(_metadata, t, rd, churn, &before);
 	if (_metadata->exit_code == KSFT_SKIP)
 		return;
 	ASSERT_EQ(swap_kb, (long long)before.kb[SR_SWAP])
 		TH_LOG("Swap before the churn");
+	if (exact_rss)
+		expect_region_resident(_metadata, t->pid, rd, churn,
+				       before.kb[SR_RSS]);
+	go(_metadata, t, rd);
 	do {
 		ret = read_once(_metadata, rd, &r);
 		ASSERT_EQ(0, ret) TH_LOG("read during churn: %s", strerror(-ret));
-		EXPECT_EQ(before.kb[SR_ANONYMOUS], r.kb[SR_ANONYMOUS])
-			TH_LOG("Anonymous, read %lu", rd->during + 1);
-		EXPECT_EQ(before.kb[SR_SWAP], r.kb[SR_SWAP])
-			TH_LOG("Swap, read %lu", rd->during + 1);
-		EXPECT_LE(before.kb[SR_ANONYMOUS], r.kb[SR_RSS]);
+		expect_as_before(_metadata, rd, &before, &r, exact_rss);
 		if (_metadata->exit_code)
 			break;
 	} while (churning(t, rd));
@@ -904,22 +1080,35 @@ static void expect_fixed(struct __test_metadata *_metadata,
 /* The churn maps shared memory only, which is not Anonymous. */
 TEST_F_TIMEOUT(race, untouched_anonymous_memory_counted_exactly_during_churn, 90)
 {
-	expect_fixed(_metadata, &self->t, &self->rd, "churn_shmem", false, 0);
+	expect_fixed(_metadata, &self->t, &self->rd, CHURN_SHMEM, 0, false);
 }
 
 TEST_F_TIMEOUT(race, walk_resumed_inside_a_vma_counts_it_exactly, 90)
 {
-	expect_fixed(_metadata, &self->t, &self->rd, "interrupt", true, 0);
+	expect_fixed(_metadata, &self->t, &self->rd, CHURN_INTERRUPT, 0, true);
 }
 
 TEST_F_TIMEOUT(race, vma_split_or_merged_across_resume_counted_exactly, 90)
 {
-	expect_fixed(_metadata, &self->t, &self->rd, "split_merge", false, 0);
+	expect_fixed(_metadata, &self->t, &self->rd, CHURN_SPLIT_MERGE, 0,
+		     false);
+}
+
+/*
+ * The walk stops in the VMA, a writer splits off a lower part of it, or
+ * merges that back, and the walk resumes in a VMA that starts elsewhere
+ * than the one it left: it must go on at the address it stopped at, and
+ * count every page of the VMA once, on every read.
+ */
+TEST_F_TIMEOUT(race, vma_split_below_the_resume_address_counted_once, 90)
+{
+	expect_fixed(_metadata, &self->t, &self->rd, CHURN_SPLIT_BELOW, 0,
+		     true);
 }
 
 TEST_F_TIMEOUT(race, thp_collapsed_across_resume_counted_exactly, 90)
 {
-	expect_fixed(_metadata, &self->t, &self->rd, "collapse", false, 0);
+	expect_fixed(_metadata, &self->t, &self->rd, CHURN_COLLAPSE, 0, false);
 }
 
 /*
@@ -928,7 +1117,7 @@ TEST_F_TIMEOUT(race, thp_collapsed_across_resume_counted_exactly, 90)
  */
 TEST_F_TIMEOUT(race, vma_partly_unmapped_across_resume_counted_exactly, 90)
 {
-	expect_fixed(_metadata, &self->t, &self->rd, "unmap", false, 0);
+	expect_fixed(_metadata, &self->t, &self->rd, CHURN_UNMAP, 0, false);
 }
 
 /*
@@ -937,13 +1126,13 @@ TEST_F_TIMEOUT(race, vma_partly_unmapped_across_resume_counted_exactly, 90)
  */
 TEST_F_TIMEOUT(race, vma_resized_or_partly_moved_across_resume_counted_exactly, 90)
 {
-	expect_fixed(_metadata, &self->t, &self->rd, "remap", false, 0);
+	expect_fixed(_metadata, &self->t, &self->rd, CHURN_REMAP, 0, false);
 }
 
 /*
  * The walk resumes inside a shared memfd mapping with half of its pages
- * swapped out, whose swap is counted page by page then: Swap must come out
- * as SWAPPED_KB on every read, never counted twice nor lost.
+ * swapped out, whose swap is counted by range then: Swap must come out as
+ * SWAPPED_KB on every read, never counted twice nor lost.
  */
 TEST_F_TIMEOUT(race, shmem_swap_counted_exactly_across_resume, 90)
 {
@@ -952,8 +1141,160 @@ TEST_F_TIMEOUT(race, shmem_swap_counted_exactly_across_resume, 90)
 	if (free_kb < 2 * SWAPPED_KB)
 		SKIP(return, "%ld kB of swap free, %lld kB needed (swapon a zram device)",
 		     free_kb, 2 * SWAPPED_KB);
-	expect_fixed(_metadata, &self->t, &self->rd, "shmem_swap", true,
-		     SWAPPED_KB);
+	expect_fixed(_metadata, &self->t, &self->rd, CHURN_SHMEM_SWAP,
+		     SWAPPED_KB, false);
+}
+
+/* A thread that keeps a CPU busy, from busy_start() to busy_stop(). */
+struct busy {
+	pthread_t thread;
+	cpu_set_t cpus;		/* where it runs */
+	int state;		/* 1 busy, -1 could not move there; 2 to stop */
+};
+
+static void *busy_thread(void *arg)
+{
+	struct busy *b = arg;
+
+	if (sched_setaffinity(0, sizeof(b->cpus), &b->cpus)) {
+		__atomic_store_n(&b->state, -1, __ATOMIC_RELAXED);
+		return NULL;
+	}
+	__atomic_store_n(&b->state, 1, __ATOMIC_RELAXED);
+	while (__atomic_load_n(&b->state, __ATOMIC_RELAXED) != 2)
+		;
+	return NULL;
+}
+
+/* Start @b on @cpus, and wait until it runs there: 0, or -1. */
+static int busy_start(struct busy *b, const cpu_set_t *cpus)
+{
+	b->cpus = *cpus;
+	b->state = 0;
+	if (pthread_create(&b->thread, NULL, busy_thread, b))
+		return -1;
+	while (!__atomic_load_n(&b->state, __ATOMIC_RELAXED))
+		sched_yield();
+	return b->state == 1 ? 0 : -1;
+}
+
+static void busy_stop(struct busy *b)
+{
+	__atomic_store_n(&b->state, 2, __ATOMIC_RELAXED);
+	pthread_join(b->thread, NULL);
+}
+
+/*
+ * @n reads, each showing Anonymous, Swap and Rss as before, with the churn
+ * running all through if it runs at the first.  Returns the CPU time of
+ * their read()s, in us.
+ */
+static long long timed_reads(struct __test_metadata *_metadata,
+			     struct sr_target *t, struct reader *rd,
+			     const struct sr_rollup *before, int n)
+{
+	bool churn = rd->since && !rd->stopped;
+	long long cpu_ns = rd->cpu_ns;
+	struct sr_rollup r;
+	int i, ret;
+
+	for (i = 0; i < n; i++) {
+		ret = read_once(_metadata, rd, &r);
+		ASSERT_EQ(0, ret) TH_LOG("read %d: %s", i + 1, strerror(-ret));
+		expect_as_before(_metadata, rd, before, &r, true);
+		if (!churn)
+			continue;
+		rd->during++;
+		ASSERT_TRUE(churn_running(t))
+			TH_LOG("the churn ended at read %d, after %lld ms",
+			       i + 1, now_ms() - rd->since);
+	}
+	return (rd->cpu_ns - cpu_ns) / 1000;
+}
+
+/*
+ * LOW_READS reads without the writers, with as many busy threads on the
+ * other CPUs as there are writers: the CPU time of their read()s, in us.
+ */
+static long long idle_reads(struct __test_metadata *_metadata,
+			    struct sr_target *t, struct reader *rd,
+			    const struct sr_rollup *before,
+			    const cpu_set_t *others)
+{
+	struct busy busy[NR_THREADS];
+	long long us;
+	int i;
+
+	for (i = 0; i < NR_THREADS; i++)
+		ASSERT_EQ(0, busy_start(&busy[i], others));
+	us = timed_reads(_metadata, t, rd, before, LOW_READS);
+	for (i = 0; i < NR_THREADS; i++)
+		busy_stop(&busy[i]);
+	return us;
+}
+
+/*
+ * A sampler is typically a low-priority task on a busy CPU.  When writers
+ * wait for the lock its walk holds, it must let them in and wait for them
+ * without spending CPU time on it (spinning or polling for the lock):
+ * LOW_READS reads at nice LOW_NICE, pinned to one CPU with a busy thread
+ * of nice 0, of a target whose writers ("writers") run on the other CPUs,
+ * must cost at most LOW_CPU_FACTOR times the CPU time of as many reads
+ * without the writers, plus LOW_CPU_SLACK_US, and take at most
+ * LOW_WALL_MS.  What counts is the CPU time of the read()s
+ * (CLOCK_THREAD_CPUTIME_ID around each).  The reads without the writers
+ * run alike (the same CPU, nice and busy thread, and as many busy threads
+ * on the other CPUs as there are writers), before the writers start and
+ * after they stop, and the costlier of the two runs counts: on a VM, the
+ * CPU time of the same read can change several times over from one
+ * second to the next, whatever the writers do.
+ */
+TEST_F_TIMEOUT(race, low_priority_reader_spends_no_cpu_waiting_for_writers, 180)
+{
+	long long quiet_us, after_us, busy_us, wall_ms;
+	struct sr_rollup before;
+	cpu_set_t others, one;
+	struct busy hog;
+	int cpu;
+
+	ASSERT_EQ(0, sched_getaffinity(0, sizeof(others), &others));
+	if (CPU_COUNT(&others) < 2)
+		SKIP(return, "one CPU: the reader and a busy thread need one, the writers another");
+	for (cpu = 0; !CPU_ISSET(cpu, &others); cpu++)
+		;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	/* The target, and what it forks, runs on the other CPUs. */
+	CPU_CLR(cpu, &others);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(others), &others));
+	set_up(_metadata, &self->t, &self->rd, CHURN_WRITERS, &before);
+	expect_region_resident(_metadata, self->t.pid, &self->rd,
+			       CHURN_WRITERS, before.kb[SR_RSS]);
+	ASSERT_EQ(0, busy_start(&hog, &one))
+		TH_LOG("a busy thread on CPU %d", cpu);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(one), &one));
+	ASSERT_EQ(0, setpriority(PRIO_PROCESS, syscall(SYS_gettid), LOW_NICE));
+
+	quiet_us = idle_reads(_metadata, &self->t, &self->rd, &before, &others);
+	go(_metadata, &self->t, &self->rd);
+	busy_us = timed_reads(_metadata, &self->t, &self->rd, &before,
+			      LOW_READS);
+	wall_ms = now_ms() - self->rd.since;
+	stop_churn(_metadata, &self->t, &self->rd);
+	after_us = idle_reads(_metadata, &self->t, &self->rd, &before, &others);
+	busy_stop(&hog);
+	TH_LOG("CPU %d, nice %d, %d reads each: %lld us of CPU time before the writers, %lld us after, %lu stops",
+	       cpu, LOW_NICE, LOW_READS, quiet_us, after_us,
+	       self->rd.idle_stops);
+	TH_LOG("with the writers: %lld us of CPU time, %lld ms, %lu stops",
+	       busy_us, wall_ms, self->rd.vma_locked + self->rd.mmap_locked);
+	if (after_us > quiet_us)
+		quiet_us = after_us;
+	EXPECT_GE(LOW_CPU_FACTOR * quiet_us + LOW_CPU_SLACK_US, busy_us)
+		TH_LOG("CPU time with the writers over %d x %lld us + %d us",
+		       LOW_CPU_FACTOR, quiet_us, LOW_CPU_SLACK_US);
+	EXPECT_GE(LOW_WALL_MS, wall_ms);
+	finish(_metadata, &self->t, &self->rd);
 }
 
 TEST_HARNESS_MAIN

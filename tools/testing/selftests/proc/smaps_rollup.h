@@ -658,108 +658,161 @@ static inline void sr_fill_distinct(char *p, size_t len)
 }
 
 /*
- * --- Counting mmap_lock acquisitions with tracefs ---
+ * --- Seeing a read stop within a VMA, with tracefs ---
  *
- * smaps_rollup lets a writer queued on mmap_lock in and resumes its walk
- * where it stopped.  Whether a read() did that is invisible in its output,
- * but it shows in the mmap_lock trace events (CONFIG_TRACING): a read()
- * that took the target's mmap_lock more than once resumed.  The events go
- * to a tracefs instance of our own, filtered on the reading task, so that
+ * smaps_rollup counts each VMA under the VMA's own read lock (under
+ * mmap_lock if it cannot have that one), and stops within the VMA when a
+ * writer waits for the lock it holds or the reader should reschedule: it
+ * lets go of the lock and looks the VMA up again at the address it stopped
+ * at.  Whether a read() did that is invisible in its output, but each stop
+ * fires the trace event proc/smaps_rollup_stop (CONFIG_TRACING) in the
+ * reading task, with fields mm, addr (where the walk goes on) and
+ * vma_locked (1: it held the VMA's lock, 0: mmap_lock).  The events go to a
+ * tracefs instance of our own, filtered on the reading task, so that
  * nothing else that traces is disturbed.
  */
 #define SR_TRACEFS	"/sys/kernel/tracing"
-#define SR_LOCK_EVENT	"events/mmap_lock/mmap_lock_acquire_returned"
-#define SR_LOCK_MARK	"mmap_lock_acquire_returned: mm="
+#define SR_STOP_EVENT	"events/proc/smaps_rollup_stop"
+#define SR_STOP_MARK	"smaps_rollup_stop: "
 
-struct sr_lock_trace {
+struct sr_stop_trace {
 	char dir[96];		/* the tracefs instance, "" if none */
 	int pipe;		/* its trace_pipe, non-blocking; -1 if none */
+	unsigned long lo, hi;	/* count stops at [lo, hi) only; hi 0: all */
 	size_t len;		/* bytes of a line carried over in buf */
 	char buf[16384];
 };
 
-static inline void sr_lock_trace_init(struct sr_lock_trace *lt)
+static inline void sr_stop_trace_init(struct sr_stop_trace *st)
 {
-	lt->dir[0] = 0;
-	lt->pipe = -1;
-	lt->len = 0;
+	st->dir[0] = 0;
+	st->pipe = -1;
+	st->lo = st->hi = 0;
+	st->len = 0;
 }
 
 /*
- * Start recording the read acquisitions of mmap_lock by task @tid.
- * Returns 0, or -1 with the reason (tracefs or the event missing, not
- * root) in @why.
+ * Remove the instance; a process other than the one that started the
+ * trace (a fixture's parent) may, once that one has exited.
  */
-static inline int sr_lock_trace_start(struct sr_lock_trace *lt, pid_t tid,
-				      char *why, size_t size)
+static inline void sr_stop_trace_remove(struct sr_stop_trace *st)
 {
-	char path[192], filter[96];
-	struct stat st;
-	int ret;
+	if (st->dir[0])
+		rmdir(st->dir);
+	st->dir[0] = 0;
+}
 
-	sr_lock_trace_init(lt);
-	if (stat(SR_TRACEFS "/instances", &st) &&
+/* Stop recording and remove the instance. */
+static inline void sr_stop_trace_stop(struct sr_stop_trace *st)
+{
+	if (st->pipe >= 0)
+		close(st->pipe);
+	st->pipe = -1;
+	sr_stop_trace_remove(st);
+}
+
+/* The tracefs instance for task @tid, created: 0, or -1 with the reason. */
+static inline int sr_stop_trace_instance(struct sr_stop_trace *st, pid_t tid,
+					 char *why, size_t size)
+{
+	struct stat st_buf;
+
+	if (stat(SR_TRACEFS "/instances", &st_buf) &&
 	    mount("tracefs", SR_TRACEFS, "tracefs", 0, NULL)) {
 		snprintf(why, size, "no tracefs at %s, mount: %s (CONFIG_TRACING? root?)",
 			 SR_TRACEFS, strerror(errno));
 		return -1;
 	}
-	snprintf(lt->dir, sizeof(lt->dir),
+	snprintf(st->dir, sizeof(st->dir),
 		 SR_TRACEFS "/instances/smaps_rollup-%d", tid);
-	if (mkdir(lt->dir, 0700)) {
+	if (mkdir(st->dir, 0700)) {
 		snprintf(why, size, "cannot create tracefs instance %s: %s",
-			 lt->dir, strerror(errno));
-		lt->dir[0] = 0;
-		return -1;
-	}
-	snprintf(path, sizeof(path), "%s/" SR_LOCK_EVENT, lt->dir);
-	if (stat(path, &st)) {
-		snprintf(why, size, "no trace event mmap_lock_acquire_returned (CONFIG_TRACING)");
-		return -1;
-	}
-	snprintf(path, sizeof(path), "%s/" SR_LOCK_EVENT "/filter", lt->dir);
-	snprintf(filter, sizeof(filter),
-		 "common_pid == %d && write == 0 && success == 1", tid);
-	ret = sr_write_str(path, filter);
-	if (ret) {
-		/* The task is what matters; lines are checked when counted. */
-		snprintf(filter, sizeof(filter), "common_pid == %d", tid);
-		ret = sr_write_str(path, filter);
-	}
-	snprintf(path, sizeof(path), "%s/" SR_LOCK_EVENT "/enable", lt->dir);
-	ret = ret ?: sr_write_str(path, "1");
-	if (ret) {
-		snprintf(why, size, "cannot filter and enable %s: %s",
-			 SR_LOCK_EVENT, strerror(-ret));
-		return -1;
-	}
-	snprintf(path, sizeof(path), "%s/trace_pipe", lt->dir);
-	lt->pipe = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (lt->pipe < 0) {
-		snprintf(why, size, "cannot open %s: %s", path, strerror(errno));
+			 st->dir, strerror(errno));
+		st->dir[0] = 0;
 		return -1;
 	}
 	return 0;
 }
 
 /*
- * How many times the task took mmap_lock for reading since the last call
- * (or the start).  Only the mm it locked first counts, so call this right
- * before a read() of smaps_rollup, to forget what came before, and right
- * after it: the read() locks the target's mm before it touches user
- * memory, and a fault on the reader's own mm does not count then.
- * Returns the count, or -errno.
+ * Start recording the stops of the reads by task @tid.  Returns 0, or -1,
+ * with nothing left behind, and the reason (tracefs or the event missing,
+ * not root) in @why.
  */
-static inline int sr_lock_trace_count(struct sr_lock_trace *lt)
+static inline int sr_stop_trace_start(struct sr_stop_trace *st, pid_t tid,
+				      char *why, size_t size)
 {
-	char mm[40] = "", *line, *nl, *p;
-	size_t len, room;
-	int count = 0;
+	char path[192], filter[64];
+	struct stat st_buf;
+	int ret;
+
+	sr_stop_trace_init(st);
+	if (sr_stop_trace_instance(st, tid, why, size))
+		return -1;
+	snprintf(path, sizeof(path), "%s/" SR_STOP_EVENT, st->dir);
+	if (stat(path, &st_buf)) {
+		snprintf(why, size, "no trace event proc/smaps_rollup_stop: a kernel without it, or CONFIG_TRACING off");
+		goto fail;
+	}
+	snprintf(path, sizeof(path), "%s/" SR_STOP_EVENT "/filter", st->dir);
+	snprintf(filter, sizeof(filter), "common_pid == %d", tid);
+	ret = sr_write_str(path, filter);
+	snprintf(path, sizeof(path), "%s/" SR_STOP_EVENT "/enable", st->dir);
+	ret = ret ?: sr_write_str(path, "1");
+	if (ret) {
+		snprintf(why, size, "cannot filter and enable %s: %s",
+			 SR_STOP_EVENT, strerror(-ret));
+		goto fail;
+	}
+	snprintf(path, sizeof(path), "%s/trace_pipe", st->dir);
+	st->pipe = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (st->pipe < 0) {
+		snprintf(why, size, "cannot open %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	return 0;
+fail:
+	sr_stop_trace_stop(st);
+	return -1;
+}
+
+/*
+ * The stop an event line shows, if it is one at [lo, hi): its vma_locked,
+ * 0 or 1; -1 if none.
+ */
+static inline int sr_stop_trace_line(const struct sr_stop_trace *st,
+				     const char *line)
+{
+	const char *p = strstr(line, SR_STOP_MARK), *addr, *locked;
+	unsigned long a;
+
+	addr = p ? strstr(p, " addr=") : NULL;
+	locked = p ? strstr(p, " vma_locked=") : NULL;
+	if (!addr || !locked)
+		return -1;
+	a = strtoul(addr + strlen(" addr="), NULL, 16);
+	if (st->hi && (a < st->lo || a >= st->hi))
+		return -1;
+	return !!strtol(locked + strlen(" vma_locked="), NULL, 0);
+}
+
+/*
+ * How many times the reads of the task stopped within a VMA, at an address
+ * in [lo, hi), since the last call (or the start); of those, how many under
+ * the VMA's lock in *@vma_locked (if not NULL), the others under mmap_lock.
+ * Call it right before a read() of smaps_rollup, to forget what came
+ * before, and right after it.  Returns the count, or -errno.
+ */
+static inline int sr_stop_trace_count(struct sr_stop_trace *st,
+				      int *vma_locked)
+{
+	int count = 0, locked_count = 0, locked;
+	char *line, *nl;
 	ssize_t n;
 
 	for (;;) {
-		room = sizeof(lt->buf) - 1 - lt->len;
-		n = read(lt->pipe, lt->buf + lt->len, room);
+		n = read(st->pipe, st->buf + st->len,
+			 sizeof(st->buf) - 1 - st->len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
@@ -768,48 +821,23 @@ static inline int sr_lock_trace_count(struct sr_lock_trace *lt)
 			return -errno;
 		if (!n)
 			break;
-		lt->len += n;
-		lt->buf[lt->len] = 0;
-		for (line = lt->buf; (nl = strchr(line, '\n')); line = nl + 1) {
+		st->len += n;
+		st->buf[st->len] = 0;
+		for (line = st->buf; (nl = strchr(line, '\n')); line = nl + 1) {
 			*nl = 0;
-			p = strstr(line, SR_LOCK_MARK);
-			if (!p || !strstr(p, " write=false") ||
-			    !strstr(p, " success=true"))
-				continue;
-			p += strlen(SR_LOCK_MARK);
-			len = strcspn(p, " ");
-			if (!mm[0] && len < sizeof(mm) - 1)
-				memcpy(mm, p, len);
-			if (len == strlen(mm) && !memcmp(p, mm, len))
-				count++;
+			locked = sr_stop_trace_line(st, line);
+			count += locked >= 0;
+			locked_count += locked > 0;
 		}
-		lt->len = lt->buf + lt->len - line;
+		st->len = st->buf + st->len - line;
 		/* A line that fills the buffer is no event line: drop it. */
-		if (lt->len == sizeof(lt->buf) - 1)
-			lt->len = 0;
-		memmove(lt->buf, line, lt->len);
+		if (st->len == sizeof(st->buf) - 1)
+			st->len = 0;
+		memmove(st->buf, line, st->len);
 	}
+	if (vma_locked)
+		*vma_locked = locked_count;
 	return count;
-}
-
-/*
- * Remove the instance; a process other than the one that started the
- * trace (a fixture's parent) may, once that one has exited.
- */
-static inline void sr_lock_trace_remove(struct sr_lock_trace *lt)
-{
-	if (lt->dir[0])
-		rmdir(lt->dir);
-	lt->dir[0] = 0;
-}
-
-/* Stop recording and remove the instance. */
-static inline void sr_lock_trace_stop(struct sr_lock_trace *lt)
-{
-	if (lt->pipe >= 0)
-		close(lt->pipe);
-	lt->pipe = -1;
-	sr_lock_trace_remove(lt);
 }
 
 #endif /* SELFTESTS_PROC_SMAPS_ROLLUP_H */
