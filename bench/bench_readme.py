@@ -129,12 +129,43 @@ def cost_bars(w, run, a):
               f"{fmt(r['same_boot_series_over_stock'], 3)}, across kernels "
               f"{fmt(r['series_over_stock'], 3)} (maps control {fmt(r['maps_series_over_stock'], 3)})"
               for r in dense) + ".")
+    mthp_bars(w, a)
     same = [r for r in a["cost_rows"] if r["n"]["same_boot_stock"]]
     if same:
         w("- **Same boot, series over stock's implementation (smaps_rollup / "
           "smaps_rollup_stock)**: " + ", ".join(
               f"{r['vmas']}/{r['rss']} MiB {r['same_boot_series_over_stock']:.3f}" for r in same)
           + ".")
+
+
+# Large folios: same boot, the series at most this fraction of stock's cost.
+MTHP_MAX_RATIO = 0.50
+
+
+def mthp_bars(w, a):
+    """The 64 KiB folio cells (layout m) against stock's implementation in the
+    same boot, and against the same memory in 4 KiB pages (layout a)."""
+    rows = {(r["vmas"], rss_key(r["rss"])): r for r in a["cost_rows"]}
+    mthp = [r for (vmas, (mib, layout)), r in rows.items() if layout == "m"]
+    if not mthp:
+        return
+    over = [r for r in mthp if not r["same_boot_series_over_stock"] <= MTHP_MAX_RATIO]
+    w(f"- **64 KiB folios, same boot: series at most {MTHP_MAX_RATIO:.2f} of stock's "
+      f"implementation**: {verdict(not over)}: " + ", ".join(
+          f"{r['vmas']}/{r['rss']} MiB {fmt(r['same_boot_series_over_stock'], 3)} "
+          f"(smaps series/stock kernel {fmt(r['smaps_series_over_stock'], 3)}, "
+          f"maps control {fmt(r['maps_series_over_stock'], 3)})" for r in mthp) + ".")
+    pairs = [(r, rows.get((r["vmas"], (rss_key(r["rss"])[0], "a")))) for r in mthp]
+    pairs = [(m, p) for m, p in pairs if p]
+    if pairs:
+        dearer = [m for m, p in pairs if not m["median"]["series"] < p["median"]["series"]]
+        w("- **64 KiB folios cost less to read than the same memory in 4 KiB pages** "
+          f"(series rollup, medians): {verdict(not dearer)}: " + ", ".join(
+              f"{m['vmas']} VMAs / {rss_key(m['rss'])[0]} MiB: "
+              f"{fmt(m['median']['series'], 3)} against {fmt(p['median']['series'], 3)} ms "
+              f"({fmt(m['median']['series'] / p['median']['series'], 3)}; stock's "
+              f"implementation {fmt(m['median']['same_boot_stock'], 3)} against "
+              f"{fmt(p['median']['same_boot_stock'], 3)} ms)" for m, p in pairs) + ".")
 
 
 def stall_bars(w, a):
@@ -232,7 +263,9 @@ def layout_section(w, run, a):
       "to walk. Shmem-swap: half the memfd pages paged out to zram (Swap column: the "
       "series rollup's), so the shmem swap accounting runs. Dense: every VMA holds resident "
       "pages (RSS MiB as measured: one page per VMA at least), so no VMA can be skipped "
-      "as empty. maps and status series/stock: "
+      "as empty. Anon-4k and anon-mthp: only private anonymous memory, written, in 4 KiB "
+      "pages or in 64 KiB folios mapped by 16 PTEs each (PMD-sized THP off). "
+      "maps and status series/stock: "
       "the controls, code the series does not change, across the two kernels. Same boot (a "
       "series kernel with /proc/PID/smaps_rollup_stock only): stock's implementation read "
       "in the series boot, the series rollup over it, and that boot's maps and status "

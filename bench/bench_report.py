@@ -7,7 +7,8 @@ import subprocess
 
 from bench_stats import KERNELS, SAME_BOOT_STOCK, median, percentile, rss_key, stall_sizes
 
-LAYOUTS = {"": "spread", "h": "heap", "u": "half-untouched", "s": "shmem-swap", "d": "dense"}
+LAYOUTS = {"": "spread", "h": "heap", "u": "half-untouched", "s": "shmem-swap", "d": "dense",
+           "a": "anon-4k", "m": "anon-mthp"}
 STALL_CONDS = ("none", "status:1", "rollup:1", f"{SAME_BOOT_STOCK}:1",
                "status:2", "rollup:2", f"{SAME_BOOT_STOCK}:2")
 NOTES_RE = re.compile(r"<!-- notes -->.*?<!-- /notes -->", re.S)
@@ -47,7 +48,8 @@ def size_label(vmas, rss):
     mib, layout = rss_key(rss)
     what = {"": "spread over the VMAs", "h": "the anonymous half in one VMA",
             "u": "half the VMAs untouched PROT_NONE reservations",
-            "s": "half the shmem swapped out", "d": "every VMA resident"}[layout]
+            "s": "half the shmem swapped out", "d": "every VMA resident",
+            "a": "anonymous only, 4 KiB pages", "m": "anonymous only, 64 KiB folios"}[layout]
     return f"{vmas} VMAs, {mib} MiB resident, {what}"
 
 

@@ -27,7 +27,14 @@
  *      ceil(budget / mappings) pages until it runs out; when a kind has
  *      more mappings than budgeted pages, each still gets one page, so the
  *      resident size grows to one page per mapping (about 63 MiB at
- *      16,000 VMAs whatever RSS_MIB says; "ready" reports the real one).
+ *      16,000 VMAs whatever RSS_MIB says; "ready" reports the real one);
+ *   a  anonymous only: all of RSS_MIB private anonymous memory in 4 KiB
+ *      pages, in mappings 64 KiB aligned, each followed by a 64 KiB hole;
+ *   m  as a, but in 64 KiB folios (mTHP), each mapped by 16 PTEs: the
+ *      mappings are not MADV_NOHUGEPAGE, and
+ *      /sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled must be
+ *      "always" (scripts/bench sets it); the target checks in that size's
+ *      stats/anon_fault_alloc that it got such folios for all of it.
  *
  * Then it prints "ready PID NVMAS RSS_KB" on stdout and obeys lines on
  * stdin:
@@ -85,9 +92,32 @@ static void page_out_shmem(char *start, size_t len)
 	}
 }
 
+#define MTHP_PAGES	16	/* of a 64 KiB folio */
+#define MTHP_STATS	"/sys/kernel/mm/transparent_hugepage/hugepages-64kB/stats/"
+
+/* A counter of the 64 KiB folio size, from MTHP_STATS; dies if missing. */
+static long mthp_stat(const char *name)
+{
+	char path[128], buf[32];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), MTHP_STATS "%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		die("open %s (a kernel without 64 KiB THP?)", path);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		die("read %s", path);
+	buf[n] = 0;
+	return atol(buf);
+}
+
 static void layout(long vmas, long rss_mib, char shape, const char *file)
 {
 	bool heap = shape == 'h', untouched = shape == 'u', dense = shape == 'd';
+	bool mthp = shape == 'm', anon_only = shape == 'a' || mthp;
 	long total_pages = rss_mib * (1024 * 1024 / PAGE);
 	struct kind k[3] = {
 		{ "anon", 0, 0, 0, total_pages - 2 * (total_pages / 4) },
@@ -95,7 +125,9 @@ static void layout(long vmas, long rss_mib, char shape, const char *file)
 		{ "shmem", 0, 0, 0, total_pages / 4 },
 	};
 	long own = count_vmas() + 1; /* +1: the stall record buffer later */
-	long n = vmas - own, span = 0;
+	/* The hole after each mapping; anon_only keeps 64 KiB alignment. */
+	long gap = anon_only ? MTHP_PAGES : 1;
+	long n = vmas - own, span = 0, folios = 0;
 	int memfd, filefd;
 	char *base, *p, *shmem_start = NULL;
 
@@ -103,11 +135,23 @@ static void layout(long vmas, long rss_mib, char shape, const char *file)
 		n /= 2;	/* each mapping and its PROT_NONE gap */
 	if (n < 3)
 		n = 3;
-	k[1].vmas = n / 4;
-	k[2].vmas = n / 4;
+	if (anon_only) {
+		k[0].budget = total_pages;
+		k[1].budget = 0;
+		k[2].budget = 0;
+	} else {
+		k[1].vmas = n / 4;
+		k[2].vmas = n / 4;
+	}
 	k[0].vmas = n - k[1].vmas - k[2].vmas;
 	for (int i = 0; i < 3; i++) {
-		if (dense) {
+		if (!k[i].vmas)
+			continue;
+		if (anon_only) {	/* whole folios each */
+			k[i].pages = (k[i].budget + k[i].vmas - 1) / k[i].vmas;
+			k[i].pages = (k[i].pages + MTHP_PAGES - 1) /
+				     MTHP_PAGES * MTHP_PAGES;
+		} else if (dense) {
 			k[i].pages = k[i].budget / k[i].vmas;
 			k[i].extra = k[i].budget % k[i].vmas;
 			if (k[i].pages < 1) {	/* one page each, over budget */
@@ -120,10 +164,12 @@ static void layout(long vmas, long rss_mib, char shape, const char *file)
 			if (k[i].pages < 1 || (heap && i == 0))
 				k[i].pages = 1;
 		}
-		span += k[i].vmas * (k[i].pages + 1) + k[i].extra;
+		span += k[i].vmas * (k[i].pages + gap) + k[i].extra;
 	}
 	if (heap)
 		span += k[0].budget;
+	if (anon_only)
+		span += MTHP_PAGES;	/* room to align the first mapping */
 
 	memfd = memfd_create("bench-shmem", MFD_CLOEXEC);
 	if (memfd < 0 ||
@@ -139,6 +185,18 @@ static void layout(long vmas, long rss_mib, char shape, const char *file)
 	if (base == MAP_FAILED)
 		die("reserve %ld pages", span);
 	p = base;
+	if (anon_only) {	/* 64 KiB aligned, nothing mapped around it */
+		p = (char *)(((uintptr_t)base + MTHP_PAGES * PAGE - 1) &
+			     ~(MTHP_PAGES * PAGE - 1));
+		char *end = p + (span - MTHP_PAGES) * PAGE;
+
+		if ((p > base && munmap(base, p - base)) ||
+		    (end < base + span * PAGE &&
+		     munmap(end, base + span * PAGE - end)))
+			die("munmap around the mappings");
+	}
+	if (mthp)
+		folios = mthp_stat("anon_fault_alloc");
 	for (int i = 0; i < 3; i++) {
 		long left = k[i].budget;
 		off_t off = 0;	/* in the file or memfd */
@@ -155,7 +213,7 @@ static void layout(long vmas, long rss_mib, char shape, const char *file)
 			if (i == 0) {
 				m = mmap(p, len, PROT_READ | PROT_WRITE,
 					 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-				if (m != MAP_FAILED)
+				if (m != MAP_FAILED && !mthp)
 					madvise(m, len, MADV_NOHUGEPAGE);
 			} else if (i == 1) {
 				m = mmap(p, len, PROT_READ, MAP_PRIVATE | MAP_FIXED,
@@ -174,11 +232,17 @@ static void layout(long vmas, long rss_mib, char shape, const char *file)
 				else
 					*c = 1;
 			}
-			if (!untouched && munmap(p + len, PAGE))
+			if (!untouched && munmap(p + len, gap * PAGE))
 				die("munmap gap");
-			p += len + PAGE;
+			p += len + gap * PAGE;
 			off += (off_t)len;
 		}
+	}
+	if (mthp && mthp_stat("anon_fault_alloc") - folios < k[0].budget / MTHP_PAGES) {
+		errno = 0;
+		die("%ld of %ld folios of 64 KiB allocated (%ld fell back): is hugepages-64kB/enabled always?",
+		    mthp_stat("anon_fault_alloc") - folios, k[0].budget / MTHP_PAGES,
+		    mthp_stat("anon_fault_fallback"));
 	}
 	close(memfd);
 	close(filefd);
@@ -248,9 +312,9 @@ int main(int argc, char **argv)
 	double secs;
 
 	if (argc != 4)
-		die("usage: bench-target VMAS RSS_MIB[h|u|s|d] FILE");
+		die("usage: bench-target VMAS RSS_MIB[h|u|s|d|a|m] FILE");
 	strtol(argv[2], &kind, 10);
-	if (kind[0] && (kind[1] || !strchr("husd", kind[0]))) {
+	if (kind[0] && (kind[1] || !strchr("husdam", kind[0]))) {
 		errno = 0;
 		die("bad RSS_MIB[LAYOUT] %s", argv[2]);
 	}

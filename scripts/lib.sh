@@ -183,8 +183,7 @@ build_selftests() {
 # plan_results PLAN OUT: record the results that scripts/guest-run-plan
 # left in OUT: guest-setup, then each program of PLAN whose KIND is tap
 # (tap_results) or exit (exit_result). A program without an exit status
-# did not finish; a failed first try of a program run twice is a skip
-# that names the failures.
+# did not finish.
 plan_results() {
 	local plan=$1 out=$2 name kind rc
 	rc=$(cat "$out/setup.rc" 2>/dev/null || echo none)
@@ -200,10 +199,6 @@ plan_results() {
 			continue
 		fi
 		rc=$(cat "$out/$name.rc")
-		if [ -f "$out/$name.first.out" ]; then
-			result skip "$name: first run" "failed and was retried once: $(grep -E '^not ok' \
-				"$out/$name.first.out" | sed 's/^not ok [0-9]* //' | paste -sd, -)"
-		fi
 		if [ "$kind" = tap ]; then
 			tap_results "$name" "$out/$name.out" "$rc"
 		else

@@ -349,6 +349,27 @@ static inline void sr_settle(unsigned long ex_start, unsigned long ex_end,
 		sr_settle_vma(&v, &a);
 }
 
+/*
+ * The selected word of a THP setting file ("always [madvise] never"), in
+ * @word: 0 or -errno.
+ */
+static inline int sr_thp_setting(const char *path, char *word, size_t size)
+{
+	char buf[128], *open, *close;
+	ssize_t n = sr_read_path(path, buf, sizeof(buf) - 1);
+
+	if (n < 0)
+		return n;
+	buf[n] = 0;
+	open = strchr(buf, '[');
+	close = open ? strchr(open, ']') : NULL;
+	if (!close || close - open > (ssize_t)size)
+		return -EINVAL;
+	*close = 0;
+	snprintf(word, size, "%s", open + 1);
+	return 0;
+}
+
 /* --- Targets --- */
 
 #define SR_TARGET_ENV	"SMAPS_ROLLUP_TARGET"
@@ -392,6 +413,38 @@ static inline int sr_recv_status(int fd, unsigned long *val)
 }
 
 /*
+ * A target killed by SIGSEGV or SIGBUS says where, and what was mapped
+ * there, on stderr before it dies (nothing that allocates).
+ */
+static inline void sr_target_fault(int sig, siginfo_t *si, void *uc)
+{
+	char buf[4096];
+	ssize_t n;
+	int fd;
+
+	n = snprintf(buf, sizeof(buf),
+		     "target %d: signal %d code %d at %p; its maps:\n",
+		     getpid(), sig, si->si_code, si->si_addr);
+	if (write(2, buf, n) < 0)
+		_exit(128 + sig);
+	fd = open("/proc/self/maps", O_RDONLY);
+	while (fd >= 0 && (n = read(fd, buf, sizeof(buf))) > 0)
+		if (write(2, buf, n) != n)
+			break;
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static inline void sr_target_report_faults(void)
+{
+	struct sigaction sa = { .sa_sigaction = sr_target_fault,
+				.sa_flags = SA_SIGINFO | SA_RESETHAND };
+
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+}
+
+/*
  * The target's main loop; called from the constructor SR_TARGET_MAIN makes
  * with the workloads, a table ending in an entry without a name.
  */
@@ -415,6 +468,7 @@ static inline void sr_target_main(const struct sr_workload *w)
 	if (!w[i].name)
 		_exit(126);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	sr_target_report_faults();
 	/* Or khugepaged might collapse a range some day, adding to Rss. */
 	if (!(w[i].settle_flags & SR_SETTLE_THP))
 		prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
@@ -687,7 +741,8 @@ static inline void sr_stop_trace_init(struct sr_stop_trace *st)
 {
 	st->dir[0] = 0;
 	st->pipe = -1;
-	st->lo = st->hi = 0;
+	st->lo = 0;
+	st->hi = 0;
 	st->len = 0;
 }
 
@@ -751,7 +806,8 @@ static inline int sr_stop_trace_start(struct sr_stop_trace *st, pid_t tid,
 		return -1;
 	snprintf(path, sizeof(path), "%s/" SR_STOP_EVENT, st->dir);
 	if (stat(path, &st_buf)) {
-		snprintf(why, size, "no trace event proc/smaps_rollup_stop: a kernel without it, or CONFIG_TRACING off");
+		snprintf(why, size, "no trace event %s: %s", "proc/smaps_rollup_stop",
+			 "a kernel without it, or CONFIG_TRACING off");
 		goto fail;
 	}
 	snprintf(path, sizeof(path), "%s/" SR_STOP_EVENT "/filter", st->dir);
