@@ -595,6 +595,21 @@ static void read_rollup(struct __test_metadata *_metadata, pid_t pid,
 	ASSERT_EQ(0, sr_read_rollup_stable(pid, r)) TH_LOG("%s", sr_error);
 }
 
+/*
+ * The change of every field that writing @kb of private anonymous memory
+ * makes (or, with @kb < 0, that it makes as it goes): only that.
+ */
+static void want_private_anon(long long *want, long long kb)
+{
+	sr_delta_init(want);
+	want[SR_RSS] = kb;
+	want[SR_PSS] = kb;
+	want[SR_PSS_DIRTY] = kb;
+	want[SR_PSS_ANON] = kb;
+	want[SR_PRIVATE_DIRTY] = kb;
+	want[SR_ANONYMOUS] = kb;
+}
+
 /* A target step that failed because mlock() was refused. */
 static bool mlock_refused(int ret)
 {
@@ -784,13 +799,7 @@ TEST_F_TIMEOUT(rollup, many_vmas_fields_equal_summed_smaps, 180)
 	ASSERT_EQ(0, sr_sum_smaps(self->t.pid, &s));
 	ASSERT_LE(pages, s.nr_vmas);
 
-	sr_delta_init(want);
-	want[SR_RSS] = kb;
-	want[SR_PSS] = kb;
-	want[SR_PSS_DIRTY] = kb;
-	want[SR_PSS_ANON] = kb;
-	want[SR_PRIVATE_DIRTY] = kb;
-	want[SR_ANONYMOUS] = kb;
+	want_private_anon(want, kb);
 	sr_expect_delta(_metadata, &before, &after, want);
 	sr_expect_rollup_is_smaps_sum(_metadata, self->t.pid);
 }
@@ -808,14 +817,8 @@ TEST_F(rollup, private_anon_counts_touched_part_only)
 	target_step(_metadata, &self->t, 2, NULL);
 	read_rollup(_metadata, self->t.pid, &after);
 
-	sr_delta_init(want);
-	want[SR_RSS] = 16384;
-	want[SR_PSS] = 16384;
-	want[SR_PSS_DIRTY] = 16384;
-	want[SR_PSS_ANON] = 16384;
-	want[SR_PRIVATE_DIRTY] = 16384;
+	want_private_anon(want, 16384);
 	want[SR_REFERENCED] = 16384;
-	want[SR_ANONYMOUS] = 16384;
 	sr_expect_delta(_metadata, &before, &after, want);
 }
 
@@ -877,13 +880,7 @@ TEST_F(rollup, mlock_counts_locked)
 	read_rollup(_metadata, self->t.pid, &after);
 
 	/* mlock() populates a private writable mapping by writing. */
-	sr_delta_init(want);
-	want[SR_RSS] = REGION_KB;
-	want[SR_PSS] = REGION_KB;
-	want[SR_PSS_DIRTY] = REGION_KB;
-	want[SR_PSS_ANON] = REGION_KB;
-	want[SR_PRIVATE_DIRTY] = REGION_KB;
-	want[SR_ANONYMOUS] = REGION_KB;
+	want_private_anon(want, REGION_KB);
 	want[SR_LOCKED] = REGION_KB;
 	sr_expect_delta(_metadata, &before, &after, want);
 	/*
@@ -977,13 +974,7 @@ TEST_F(rollup, thp_counts_anon_huge_pages)
 	if (!huge)
 		SKIP(return, "the kernel found no free huge page (fragmented memory?)");
 
-	sr_delta_init(want);
-	want[SR_RSS] = pmd_kb;
-	want[SR_PSS] = pmd_kb;
-	want[SR_PSS_DIRTY] = pmd_kb;
-	want[SR_PSS_ANON] = pmd_kb;
-	want[SR_PRIVATE_DIRTY] = pmd_kb;
-	want[SR_ANONYMOUS] = pmd_kb;
+	want_private_anon(want, pmd_kb);
 	want[SR_ANON_HUGE_PAGES] = pmd_kb;
 	sr_expect_delta(_metadata, &before, &after, want);
 }
@@ -1416,13 +1407,7 @@ TEST_F(swap, pageout_anon_counts_swap_and_swap_pss)
 	target_step(_metadata, &self->t, 2, NULL);
 	read_rollup(_metadata, self->t.pid, &after);
 
-	sr_delta_init(want);
-	want[SR_RSS] = -REGION_KB;
-	want[SR_PSS] = -REGION_KB;
-	want[SR_PSS_DIRTY] = -REGION_KB;
-	want[SR_PSS_ANON] = -REGION_KB;
-	want[SR_PRIVATE_DIRTY] = -REGION_KB;
-	want[SR_ANONYMOUS] = -REGION_KB;
+	want_private_anon(want, -REGION_KB);
 	want[SR_SWAP] = REGION_KB;
 	want[SR_SWAP_PSS] = REGION_KB;
 	sr_expect_delta(_metadata, &before, &after, want);
@@ -1614,14 +1599,8 @@ TEST_F(mthp, written_folios_count_as_private_pages)
 {
 	long long want[SR_NR_FIELDS];
 
-	sr_delta_init(want);
-	want[SR_RSS] = MTHP_KB;
-	want[SR_PSS] = MTHP_KB;
-	want[SR_PSS_DIRTY] = MTHP_KB;
-	want[SR_PSS_ANON] = MTHP_KB;
-	want[SR_PRIVATE_DIRTY] = MTHP_KB;
+	want_private_anon(want, MTHP_KB);
 	want[SR_REFERENCED] = MTHP_KB;
-	want[SR_ANONYMOUS] = MTHP_KB;
 	mthp_expect(_metadata, &self->t, MTHP_WRITTEN, want);
 }
 
@@ -1683,13 +1662,7 @@ TEST_F(mthp, half_unmapped_folios_count_their_mapped_half)
 {
 	long long want[SR_NR_FIELDS];
 
-	sr_delta_init(want);
-	want[SR_RSS] = -MTHP_KB / 2;
-	want[SR_PSS] = -MTHP_KB / 2;
-	want[SR_PSS_DIRTY] = -MTHP_KB / 2;
-	want[SR_PSS_ANON] = -MTHP_KB / 2;
-	want[SR_PRIVATE_DIRTY] = -MTHP_KB / 2;
-	want[SR_ANONYMOUS] = -MTHP_KB / 2;
+	want_private_anon(want, -MTHP_KB / 2);
 	mthp_expect(_metadata, &self->t, MTHP_HALF_UNMAPPED, want);
 }
 
@@ -1719,13 +1692,7 @@ TEST_F(mthp, half_paged_out_folios_count_swap_exactly)
 	if (sr_meminfo_kb("SwapFree:") < 2 * MTHP_KB)
 		SKIP(return, "less than %lld kB of swap free (swapon a zram device)",
 		     2 * MTHP_KB);
-	sr_delta_init(want);
-	want[SR_RSS] = -MTHP_KB / 2;
-	want[SR_PSS] = -MTHP_KB / 2;
-	want[SR_PSS_DIRTY] = -MTHP_KB / 2;
-	want[SR_PSS_ANON] = -MTHP_KB / 2;
-	want[SR_PRIVATE_DIRTY] = -MTHP_KB / 2;
-	want[SR_ANONYMOUS] = -MTHP_KB / 2;
+	want_private_anon(want, -MTHP_KB / 2);
 	want[SR_SWAP] = MTHP_KB / 2;
 	want[SR_SWAP_PSS] = MTHP_KB / 2;
 	mthp_expect(_metadata, &self->t, MTHP_HALF_PAGED_OUT, want);
@@ -1761,13 +1728,7 @@ TEST_F(mthp, locked_folios_count_locked)
 	ASSERT_EQ(0, ret) TH_LOG("target step 2: %s", strerror(-ret));
 	read_rollup(_metadata, self->t.pid, &after);
 
-	sr_delta_init(want);
-	want[SR_RSS] = MTHP_KB;
-	want[SR_PSS] = MTHP_KB;
-	want[SR_PSS_DIRTY] = MTHP_KB;
-	want[SR_PSS_ANON] = MTHP_KB;
-	want[SR_PRIVATE_DIRTY] = MTHP_KB;
-	want[SR_ANONYMOUS] = MTHP_KB;
+	want_private_anon(want, MTHP_KB);
 	want[SR_LOCKED] = MTHP_KB;
 	sr_expect_delta(_metadata, &before, &after, want);
 }
