@@ -6,7 +6,8 @@
   rollup.py compare STOCK_ROLLUP SERIES_ROLLUP
 
 table:   print the rollup verbatim, then field | rollup | sum over smaps |
-         verdict, and check the rollup's format against stock 6.12 (NOTES §3).
+         verdict, and check the rollup's format against stock 6.12
+         (../shared/NOTES.md §3).
          With --sample it starts BIN (scripts/sample), waits for its "ready",
          also checks the sizes BIN reports, and ends BIN afterwards.
          Exit 0 all agree, 1 something differs, 2 error, 3 no smaps_rollup.
@@ -22,9 +23,9 @@ import re
 import subprocess
 import sys
 
-# NOTES §3: labels in order, each padded to a fixed prefix; the number is
-# right-aligned to width 8 (Private_Hugetlb: prefix 17, width 7) so that it
-# ends at column 24, then " kB".
+# ../shared/NOTES.md §3: labels in order, each padded to a fixed prefix; the
+# number is right-aligned to width 8 (Private_Hugetlb: prefix 17, width 7)
+# so that it ends at column 24, then " kB".
 FIELDS = ["Rss", "Pss", "Pss_Dirty", "Pss_Anon", "Pss_File", "Pss_Shmem",
           "Shared_Clean", "Shared_Dirty", "Private_Clean", "Private_Dirty",
           "Referenced", "Anonymous", "KSM", "LazyFree", "AnonHugePages",
@@ -101,7 +102,7 @@ def line_shape(line):
 
 
 def format_problems(text):
-    """Check a rollup against the stock 6.12 format (NOTES §3)."""
+    """Check a rollup against the stock 6.12 format (../shared/NOTES.md §3)."""
     problems = []
     lines = text.split("\n")
     if lines and lines[-1] == "":
