@@ -59,8 +59,8 @@
  *
  * A read that never stopped within a VMA proves nothing here, and its
  * output cannot tell.  So the reader traces its own stops, the trace event
- * proc/smaps_rollup_stop (see sr_stop_trace_start()), which says where the
- * walk resumes: a read() counts as resumed if it stopped in the churn's
+ * proc/smaps_rollup_walk_stop (see sr_stop_trace_start()), which says where
+ * the walk resumes: a read() counts as resumed if it stopped in the churn's
  * walked region (anywhere, for the churns without one).  A test whose churn
  * has a walked region fails if no read() stopped in it; the others skip,
  * saying why, if none stopped.  Every test that passed skips, saying why,

@@ -719,15 +719,15 @@ static inline void sr_fill_distinct(char *p, size_t len)
  * writer waits for the lock it holds or the reader should reschedule: it
  * lets go of the lock and looks the VMA up again at the address it stopped
  * at.  Whether a read() did that is invisible in its output, but each stop
- * fires the trace event proc/smaps_rollup_stop (CONFIG_TRACING) in the
+ * fires the trace event proc/smaps_rollup_walk_stop (CONFIG_TRACING) in the
  * reading task, with fields mm, addr (where the walk goes on) and
  * vma_locked (1: it held the VMA's lock, 0: mmap_lock).  The events go to a
  * tracefs instance of our own, filtered on the reading task, so that
  * nothing else that traces is disturbed.
  */
 #define SR_TRACEFS	"/sys/kernel/tracing"
-#define SR_STOP_EVENT	"events/proc/smaps_rollup_stop"
-#define SR_STOP_MARK	"smaps_rollup_stop: "
+#define SR_STOP_EVENT	"events/proc/smaps_rollup_walk_stop"
+#define SR_STOP_MARK	"smaps_rollup_walk_stop: "
 
 struct sr_stop_trace {
 	char dir[96];		/* the tracefs instance, "" if none */
@@ -806,7 +806,8 @@ static inline int sr_stop_trace_start(struct sr_stop_trace *st, pid_t tid,
 		return -1;
 	snprintf(path, sizeof(path), "%s/" SR_STOP_EVENT, st->dir);
 	if (stat(path, &st_buf)) {
-		snprintf(why, size, "no trace event %s: %s", "proc/smaps_rollup_stop",
+		snprintf(why, size, "no trace event %s: %s",
+			 "proc/smaps_rollup_walk_stop",
 			 "a kernel without it, or CONFIG_TRACING off");
 		goto fail;
 	}
