@@ -50,7 +50,19 @@
  *  - "writers": as "interrupt", with a smaller VMA and no children forked,
  *    for a reader at nice 19 that shares its CPU with a busy task: letting
  *    the writers in must not cost it CPU time
- *    (low_priority_reader_spends_no_cpu_waiting_for_writers).
+ *    (low_priority_reader_spends_no_cpu_waiting_for_writers);
+ *  - "pageout": one large VMA, written, and threads that page random
+ *    ranges of it out with MADV_PAGEOUT and write them back in, so that
+ *    entries of the walked tables turn into swap entries and back, under
+ *    the page table lock, while the walk reads them: Anonymous plus Swap
+ *    is exact;
+ *  - "thp_split": as "collapse", with khugepaged scanning without pause
+ *    (the test sets it up), one thread that splits the THPs (through
+ *    debugfs's split_huge_pages where there is one, else by splitting
+ *    their PMD mapping with mprotect()) and one that collapses them.
+ *
+ * Once the churn has stopped, the tests of the last two also compare the
+ * rollup with summed smaps: the totals of a quiescent moment are exact.
  *
  * Reads go through a new fd each time, through pread() at 0 on one fd, and
  * through small read()s; the only error allowed is ESRCH once the target
@@ -125,6 +137,8 @@ enum {
 	CHURN_SPLIT_BELOW,
 	CHURN_WRITERS,
 	CHURN_SHMEM_SWAP_LARGE,
+	CHURN_PAGEOUT,
+	CHURN_THP_SPLIT,
 };
 
 struct slot {
@@ -163,6 +177,7 @@ static size_t region_len(int churn)
 	case CHURN_SHMEM:
 		return 0;
 	case CHURN_COLLAPSE:
+	case CHURN_THP_SPLIT:
 		return THP_RANGES * PMD_RANGE;
 	case CHURN_SPLIT_BELOW:
 		return SPLIT_VMA;
@@ -341,6 +356,35 @@ static void flip_flags(int id)
 }
 
 /*
+ * "thp_split": split the THP of the PMD range at @p into small folios, as
+ * debugfs's split_huge_pages does for a range of a process; where it is
+ * missing, split the PMD mapping only, by splitting the VMA mid-range and
+ * merging it back.  A split maps pages that hold only zeroes to the shared
+ * zero page, which is not counted: map_thp_ranges() writes 1s.
+ */
+static int split_thp(char *p, unsigned int r)
+{
+	static const char knob[] = "/sys/kernel/debug/split_huge_pages";
+	size_t page = getpagesize();
+	char cmd[64];
+	int fd, n, ret = 0;
+
+	fd = open(knob, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = snprintf(cmd, sizeof(cmd), "%d,%#lx,%#lx", getpid(),
+			     (unsigned long)p, (unsigned long)p + PMD_RANGE);
+		if (write(fd, cmd, n) != n)
+			ret = -errno;
+		close(fd);
+		return ret;
+	}
+	p += r % (PMD_RANGE / page - 2) * page + page;
+	mprotect(p, page, PROT_READ);
+	mprotect(p, page, PROT_READ | PROT_WRITE);
+	return 0;
+}
+
+/*
  * One operation of the churns that leave Anonymous alone: 0, or -errno if
  * the churn must stop.
  */
@@ -374,6 +418,27 @@ static int layout_op(int id, unsigned int r)
 		    mprotect(region, len, PROT_READ | PROT_WRITE))
 			return -errno;
 		flip_flags(id);
+		break;
+	case CHURN_THP_SPLIT:
+		p = region + r % THP_RANGES * PMD_RANGE;
+		if (id) {
+			madvise(p, PMD_RANGE, MADV_COLLAPSE);
+			break;
+		}
+		return split_thp(p, r >> 8);
+	case CHURN_PAGEOUT:
+		/*
+		 * Thread 0 pages a range out, thread 1 writes one back in.
+		 * Neither changes what is Anonymous or Swap in all: each page
+		 * of the region is always one or the other.
+		 */
+		len = (r % (PIECE_MAX / page) + 1) * page;
+		p = region + (r >> 9) % (LARGE_VMA / page - len / page + 1) *
+			     page;
+		if (id)
+			sr_touch(p, len, 4);
+		else if (madvise(p, len, MADV_PAGEOUT))
+			return -errno;
 		break;
 	case CHURN_SPLIT_MERGE:
 		p = region + r % (LARGE_VMA / page) * page;
@@ -675,7 +740,7 @@ static int churn_step(int step, long arg, unsigned long *val)
 	int ret;
 
 	if (step == 1) {
-		if (mode == CHURN_COLLAPSE)
+		if (mode == CHURN_COLLAPSE || mode == CHURN_THP_SPLIT)
 			ret = map_thp_ranges();
 		else if (mode == CHURN_SHMEM_SWAP)
 			ret = map_shmem_swap();
@@ -747,6 +812,8 @@ CHURN_STEP(remap, CHURN_REMAP)
 CHURN_STEP(split_below, CHURN_SPLIT_BELOW)
 CHURN_STEP(writers, CHURN_WRITERS)
 CHURN_STEP(shmem_swap_large, CHURN_SHMEM_SWAP_LARGE)
+CHURN_STEP(pageout, CHURN_PAGEOUT)
+CHURN_STEP(thp_split, CHURN_THP_SPLIT)
 
 static const struct sr_workload workloads[] = {
 	/* clock_gettime() needs the vDSO; no exact Pss here anyway. */
@@ -762,6 +829,8 @@ static const struct sr_workload workloads[] = {
 	{ "split_below", split_below_step, 0 },
 	{ "writers", writers_step, 0 },
 	{ "shmem_swap_large", shmem_swap_large_step, SR_SETTLE_THP },
+	{ "pageout", pageout_step, 0 },
+	{ "thp_split", thp_split_step, SR_SETTLE_THP },
 	{}
 };
 
@@ -778,8 +847,7 @@ struct reader {
 	unsigned long during;	/* reads while the churn ran */
 	/* While the churn ran, of the stops in its walked region, if any: */
 	unsigned long resumed;	/* read()s that stopped */
-	unsigned long vma_locked;	/* stops under the VMA's lock */
-	unsigned long mmap_locked;	/* and under mmap_lock */
+	unsigned long held[SR_NR_HELD];	/* stops by what the walk held */
 	int most_stops;		/* the most one read() stopped */
 	unsigned long idle_stops;	/* stops while the churn did not run */
 	long long cpu_ns;	/* the CPU time of the read()s */
@@ -787,6 +855,7 @@ struct reader {
 	unsigned long region;	/* the churn's walked region, 0 if none */
 	bool forced;		/* its writers make reads stop in it */
 	bool cpu_only;		/* the test checks CPU time, not stops */
+	bool quiescent_sum;	/* compare with summed smaps once stopped */
 	bool asked;		/* the churn was asked to stop */
 	bool stopped;		/* and has reported its end */
 	bool traced;		/* st counts the stops */
@@ -797,11 +866,43 @@ struct reader {
 
 #define SHMEM_FOLIO_DIR	"/sys/kernel/mm/transparent_hugepage/hugepages-64kB/"
 
+#define KHUGEPAGED_DIR	"/sys/kernel/mm/transparent_hugepage/khugepaged/"
+
+/* khugepaged's pace, and what "thp_split" sets it to: no pause. */
+static const struct {
+	const char *name;
+	long fast;
+} khugepaged_knobs[] = {
+	{ "scan_sleep_millisecs", 0 },
+	{ "alloc_sleep_millisecs", 0 },
+	{ "pages_to_scan", 4096 },
+};
+
+#define NR_KNOBS	ARRAY_SIZE(khugepaged_knobs)
+
 FIXTURE(race) {
 	struct sr_target t;
 	struct reader rd;
 	char shmem_folios[16];	/* SHMEM_FOLIO_DIR's to restore, or "" */
+	long khugepaged[NR_KNOBS];	/* to restore, if saved */
+	bool khugepaged_saved;
 };
+
+/* Put khugepaged's pace back to @saved, if *@is_saved, once. */
+static void khugepaged_restore(const long saved[NR_KNOBS], bool *is_saved)
+{
+	char path[128];
+	size_t i;
+
+	if (!*is_saved)
+		return;
+	for (i = 0; i < NR_KNOBS; i++) {
+		snprintf(path, sizeof(path), KHUGEPAGED_DIR "%s",
+			 khugepaged_knobs[i].name);
+		sr_write_long(path, saved[i]);
+	}
+	*is_saved = false;
+}
 
 FIXTURE_SETUP(race)
 {
@@ -810,12 +911,14 @@ FIXTURE_SETUP(race)
 	self->rd.fd = -1;
 	sr_stop_trace_init(&self->rd.st);
 	self->shmem_folios[0] = 0;
+	self->khugepaged_saved = false;
 }
 
 /* The tracefs instance outlives a test that failed an ASSERT_*(). */
 FIXTURE_TEARDOWN_PARENT(race)
 {
 	sr_stop_trace_remove(&self->rd.st);
+	khugepaged_restore(self->khugepaged, &self->khugepaged_saved);
 	if (self->shmem_folios[0])
 		sr_write_str(SHMEM_FOLIO_DIR "shmem_enabled",
 			     self->shmem_folios);
@@ -830,7 +933,7 @@ FIXTURE_TEARDOWN_PARENT(race)
 static ssize_t read_counted(struct reader *rd, int fd, char *buf, size_t len,
 			    off_t off)
 {
-	int stops, vma_locked;
+	int stops, held[SR_NR_HELD], h;
 	long long cpu;
 	ssize_t n;
 
@@ -843,7 +946,7 @@ static ssize_t read_counted(struct reader *rd, int fd, char *buf, size_t len,
 	rd->cpu_ns += clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu;
 	if (!rd->traced)
 		return n;
-	stops = sr_stop_trace_count(&rd->st, &vma_locked);
+	stops = sr_stop_trace_count(&rd->st, held);
 	if (stops < 0) {
 		snprintf(rd->why, sizeof(rd->why), "reading trace_pipe: %s",
 			 strerror(-stops));
@@ -852,8 +955,8 @@ static ssize_t read_counted(struct reader *rd, int fd, char *buf, size_t len,
 		rd->idle_stops += stops;
 	} else if (stops) {
 		rd->resumed++;
-		rd->vma_locked += vma_locked;
-		rd->mmap_locked += stops - vma_locked;
+		for (h = 0; h < SR_NR_HELD; h++)
+			rd->held[h] += held[h];
 		if (stops > rd->most_stops)
 			rd->most_stops = stops;
 	}
@@ -1013,11 +1116,15 @@ static void finish(struct __test_metadata *_metadata, struct sr_target *t,
 	if (rd->traced) {
 		TH_LOG("%lu read()s stopped %s", resumed,
 		       rd->forced ? "in its walked region" : "within a VMA");
-		TH_LOG("stops: %lu under a VMA lock, %lu under mmap_lock, at most %d in one read()",
-		       rd->vma_locked, rd->mmap_locked, rd->most_stops);
+		TH_LOG("stops: %lu under a VMA lock, %lu under mmap_lock, %lu holding none",
+		       rd->held[SR_HELD_VMA_LOCK], rd->held[SR_HELD_MMAP_LOCK],
+		       rd->held[SR_HELD_NONE]);
+		TH_LOG("at most %d stops in one read()", rd->most_stops);
 	}
 	EXPECT_LE(MIN_READS, rd->during);
 	stop_churn(_metadata, t, rd);
+	if (rd->quiescent_sum)
+		sr_expect_rollup_is_smaps_sum(_metadata, t->pid);
 	close(t->cmd);
 	ASSERT_EQ(0, waitid(P_PID, t->pid, &info, WEXITED | WNOWAIT));
 	do {
@@ -1387,7 +1494,8 @@ TEST_F_TIMEOUT(race, low_priority_reader_spends_no_cpu_waiting_for_writers, 180)
 	TH_LOG("%lld us before them, %lld us after, %lu stops",
 	       quiet_us, after_us, self->rd.idle_stops);
 	TH_LOG("with the writers: %lld us of CPU time, %lld ms, %lu stops",
-	       busy_us, wall_ms, self->rd.vma_locked + self->rd.mmap_locked);
+	       busy_us, wall_ms, self->rd.held[SR_HELD_VMA_LOCK] +
+	       self->rd.held[SR_HELD_MMAP_LOCK] + self->rd.held[SR_HELD_NONE]);
 	if (after_us > quiet_us)
 		quiet_us = after_us;
 	EXPECT_GE(LOW_CPU_FACTOR * quiet_us + LOW_CPU_SLACK_US, busy_us)
@@ -1401,6 +1509,90 @@ TEST_F_TIMEOUT(race, low_priority_reader_spends_no_cpu_waiting_for_writers, 180)
 	 * writer in mmap_read_lock_killable() either way.
 	 */
 	self->rd.cpu_only = true;
+	finish(_metadata, &self->t, &self->rd);
+}
+
+/*
+ * Pages of the walked VMA go out to swap and come back in while the walk
+ * reads their page tables: each is Anonymous or Swap at every moment, so
+ * the sum of the two must not move; and once the churn has stopped, the
+ * rollup is the sum of smaps.
+ */
+TEST_F_TIMEOUT(race, anonymous_plus_swap_counted_exactly_during_pageout, 90)
+{
+	long free_kb = sr_meminfo_kb("SwapFree:");
+	struct sr_rollup before, r;
+	int ret;
+
+	if (free_kb < 2 * (long)SR_KB(LARGE_VMA))
+		SKIP(return, "%ld kB of swap free, %lld kB needed (swapon a zram device)",
+		     free_kb, 2 * SR_KB(LARGE_VMA));
+	self->rd.quiescent_sum = true;
+	set_up(_metadata, &self->t, &self->rd, CHURN_PAGEOUT, &before);
+	go(_metadata, &self->t, &self->rd);
+	do {
+		ret = read_once(_metadata, &self->rd, &r);
+		ASSERT_EQ(0, ret) TH_LOG("read during churn: %s", strerror(-ret));
+		EXPECT_EQ(before.kb[SR_ANONYMOUS] + before.kb[SR_SWAP],
+			  r.kb[SR_ANONYMOUS] + r.kb[SR_SWAP])
+			TH_LOG("Anonymous %llu kB + Swap %llu kB, read %lu",
+			       r.kb[SR_ANONYMOUS], r.kb[SR_SWAP],
+			       self->rd.during + 1);
+		if (_metadata->exit_code)
+			break;
+	} while (churning(&self->t, &self->rd));
+	finish(_metadata, &self->t, &self->rd);
+}
+
+/*
+ * THPs of the walked region are split into small folios and collapsed
+ * again, by MADV_COLLAPSE and by khugepaged, while the walk reads them:
+ * neither changes Anonymous; and once the churn has stopped (and khugepaged
+ * paces itself again), the rollup is the sum of smaps.
+ */
+TEST_F_TIMEOUT(race, thp_split_and_collapsed_by_khugepaged_counted_exactly, 90)
+{
+	struct sr_rollup before, r;
+	char path[128], mode_word[16];
+	size_t i;
+	int ret;
+
+	/*
+	 * khugepaged, without a pause, would collapse what the target maps
+	 * after step 1 too (the churn threads' stacks), changing Anonymous.
+	 */
+	if (sr_thp_setting("/sys/kernel/mm/transparent_hugepage/enabled",
+			   mode_word, sizeof(mode_word)))
+		SKIP(return, "no THP");
+	if (strcmp(mode_word, "madvise"))
+		SKIP(return, "THP enabled is %s, not madvise: khugepaged collapses more",
+		     mode_word);
+	for (i = 0; i < NR_KNOBS; i++) {
+		snprintf(path, sizeof(path), KHUGEPAGED_DIR "%s",
+			 khugepaged_knobs[i].name);
+		if (sr_read_long(path, &self->khugepaged[i]))
+			SKIP(return, "no %s: no THP", path);
+	}
+	self->khugepaged_saved = true;
+	for (i = 0; i < NR_KNOBS; i++) {
+		snprintf(path, sizeof(path), KHUGEPAGED_DIR "%s",
+			 khugepaged_knobs[i].name);
+		ASSERT_EQ(0, sr_write_long(path, khugepaged_knobs[i].fast));
+	}
+	set_up(_metadata, &self->t, &self->rd, CHURN_THP_SPLIT, &before);
+	if (_metadata->exit_code == KSFT_SKIP)
+		return;
+	go(_metadata, &self->t, &self->rd);
+	do {
+		ret = read_once(_metadata, &self->rd, &r);
+		ASSERT_EQ(0, ret) TH_LOG("read during churn: %s", strerror(-ret));
+		expect_as_before(_metadata, &self->rd, &before, &r, false);
+		if (_metadata->exit_code)
+			break;
+	} while (churning(&self->t, &self->rd));
+	stop_churn(_metadata, &self->t, &self->rd);
+	khugepaged_restore(self->khugepaged, &self->khugepaged_saved);
+	self->rd.quiescent_sum = true;
 	finish(_metadata, &self->t, &self->rd);
 }
 

@@ -714,16 +714,18 @@ static inline void sr_fill_distinct(char *p, size_t len)
 /*
  * --- Seeing a read stop within a VMA, with tracefs ---
  *
- * smaps_rollup counts each VMA under the VMA's own read lock (under
+ * smaps_rollup walks most VMAs holding no lock, reading their page tables
+ * one at a time as GUP-fast does, and goes on from the top after each
+ * table.  The others it counts under the VMA's own read lock (under
  * mmap_lock if it cannot have that one), and stops within the VMA when a
  * writer waits for the lock it holds or the reader should reschedule: it
  * lets go of the lock and looks the VMA up again at the address it stopped
- * at.  Whether a read() did that is invisible in its output, but each stop
- * fires the trace event proc/smaps_rollup_walk_stop (CONFIG_TRACING) in the
- * reading task, with fields mm, addr (where the walk goes on) and
- * vma_locked (1: it held the VMA's lock, 0: mmap_lock).  The events go to a
- * tracefs instance of our own, filtered on the reading task, so that
- * nothing else that traces is disturbed.
+ * at.  Whether a read() did either is invisible in its output, but each
+ * stop fires the trace event proc/smaps_rollup_walk_stop (CONFIG_TRACING)
+ * in the reading task, with fields mm, addr (where the walk goes on) and
+ * lock (what it held: "vma", "mmap_lock", or "none" for the lockless
+ * walk).  The events go to a tracefs instance of our own, filtered on the
+ * reading task, so that nothing else that traces is disturbed.
  */
 #define SR_TRACEFS	"/sys/kernel/tracing"
 #define SR_STOP_EVENT	"events/proc/smaps_rollup_walk_stop"
@@ -833,37 +835,55 @@ fail:
 	return -1;
 }
 
+/* What a walk held when it stopped, as the event's field lock says. */
+enum sr_held { SR_HELD_MMAP_LOCK, SR_HELD_VMA_LOCK, SR_HELD_NONE, SR_NR_HELD };
+
+static const char *const sr_held_names[SR_NR_HELD] = {
+	[SR_HELD_MMAP_LOCK] = "mmap_lock",
+	[SR_HELD_VMA_LOCK] = "vma",
+	[SR_HELD_NONE] = "none",
+};
+
 /*
- * The stop an event line shows, if it is one at [lo, hi): its vma_locked,
- * 0 or 1; -1 if none.
+ * The stop an event line shows, if it is one at [lo, hi): what the walk
+ * held (enum sr_held); -1 if none.
  */
 static inline int sr_stop_trace_line(const struct sr_stop_trace *st,
 				     const char *line)
 {
-	const char *p = strstr(line, SR_STOP_MARK), *addr, *locked;
+	const char *p = strstr(line, SR_STOP_MARK), *addr, *lock;
 	unsigned long a;
+	int held;
 
 	addr = p ? strstr(p, " addr=") : NULL;
-	locked = p ? strstr(p, " vma_locked=") : NULL;
-	if (!addr || !locked)
+	lock = p ? strstr(p, " lock=") : NULL;
+	if (!addr || !lock)
 		return -1;
 	a = strtoul(addr + strlen(" addr="), NULL, 16);
 	if (st->hi && (a < st->lo || a >= st->hi))
 		return -1;
-	return !!strtol(locked + strlen(" vma_locked="), NULL, 0);
+	lock += strlen(" lock=");
+	for (held = 0; held < SR_NR_HELD; held++) {
+		size_t len = strlen(sr_held_names[held]);
+
+		if (!strncmp(lock, sr_held_names[held], len) &&
+		    (!lock[len] || lock[len] == ' '))
+			return held;
+	}
+	return -1;
 }
 
 /*
  * How many times the reads of the task stopped within a VMA, at an address
- * in [lo, hi), since the last call (or the start); of those, how many under
- * the VMA's lock in *@vma_locked (if not NULL), the others under mmap_lock.
- * Call it right before a read() of smaps_rollup, to forget what came
- * before, and right after it.  Returns the count, or -errno.
+ * in [lo, hi), since the last call (or the start); of those, how many with
+ * each enum sr_held in @held[] (if not NULL).  Call it right before a read()
+ * of smaps_rollup, to forget what came before, and right after it.  Returns
+ * the count, or -errno.
  */
 static inline int sr_stop_trace_count(struct sr_stop_trace *st,
-				      int *vma_locked)
+				      int held[SR_NR_HELD])
 {
-	int count = 0, locked_count = 0, locked;
+	int count = 0, by_held[SR_NR_HELD] = { 0 }, h;
 	char *line, *nl;
 	ssize_t n;
 
@@ -882,9 +902,11 @@ static inline int sr_stop_trace_count(struct sr_stop_trace *st,
 		st->buf[st->len] = 0;
 		for (line = st->buf; (nl = strchr(line, '\n')); line = nl + 1) {
 			*nl = 0;
-			locked = sr_stop_trace_line(st, line);
-			count += locked >= 0;
-			locked_count += locked > 0;
+			h = sr_stop_trace_line(st, line);
+			if (h >= 0) {
+				count++;
+				by_held[h]++;
+			}
 		}
 		st->len = st->buf + st->len - line;
 		/* A line that fills the buffer is no event line: drop it. */
@@ -892,8 +914,8 @@ static inline int sr_stop_trace_count(struct sr_stop_trace *st,
 			st->len = 0;
 		memmove(st->buf, line, st->len);
 	}
-	if (vma_locked)
-		*vma_locked = locked_count;
+	if (held)
+		memcpy(held, by_held, sizeof(by_held));
 	return count;
 }
 
