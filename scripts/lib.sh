@@ -12,21 +12,55 @@ BUILD=$REPO/build
 TARBALL=${SMAPS_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
 export CCACHE_DIR=$CACHE/ccache
 
-# kernel_out VARIANT: the kbuild output directory of a kernel variant
-# (stock, base, series, debug, bench and the preemption-model variants
-# bench-preempt, bench-none, stock-preempt, stock-none; see
-# scripts/build-kernel). With KSRC_OVERRIDE set (development only),
-# the VARIANT-override one that scripts/build-kernel then builds.
+# The kernel variants (name, branch, config fragments): scripts/variants.
+VARIANTS=$REPO/scripts/variants
+
+# variant_names: every variant, one per line, in the order of the table.
+variant_names() { awk '!/^#/ && NF { print $1 }' "$VARIANTS"; }
+
+# variant_field VARIANT N: field N of VARIANT's line (2 branch,
+# 3 fragments); fails for an unknown variant.
+variant_field() {
+	awk -v v="$1" -v n="$2" '!/^#/ && $1 == v { print $n; found = 1 }
+		END { exit !found }' "$VARIANTS"
+}
+
+# variant_branch VARIANT: the branch of the kernel tree it is built from.
+variant_branch() { variant_field "$1" 2; }
+
+# variant_fragments VARIANT: the paths of its config fragments, in order,
+# one per line.
+variant_fragments() {
+	local f
+	f=$(variant_field "$1" 3) || return 1
+	tr ',' '\n' <<<"$f" | sed "s|^|$REPO/configs/|"
+}
+
+# kernel_out VARIANT: the kbuild output directory of a variant. With
+# KSRC_OVERRIDE set (development only), the VARIANT-override one that
+# scripts/build-kernel then builds.
 kernel_out() { echo "$KOUT/$1${KSRC_OVERRIDE:+-override}"; }
 
 # kernel_image VARIANT|BZIMAGE: the bzImage of a variant, or BZIMAGE as given.
 kernel_image() {
-	case $1 in
-	stock | base | series | debug | bench | bench-preempt | bench-none | stock-preempt | stock-none)
-		echo "$(kernel_out "$1")/arch/x86/boot/bzImage" ;;
-	*) echo "$1" ;;
-	esac
+	if variant_field "$1" 1 >/dev/null; then
+		echo "$(kernel_out "$1")/arch/x86/boot/bzImage"
+	else
+		echo "$1"
+	fi
 }
+
+# kernel_vmlinux VARIANT|BZIMAGE: the vmlinux built with that image (for
+# decoding stacks); a bzImage outside a kbuild output directory has none
+# (the path printed then does not exist).
+kernel_vmlinux() {
+	local img
+	img=$(kernel_image "$1")
+	echo "${img%/arch/x86/boot/bzImage}/vmlinux"
+}
+
+# kernel_config VARIANT: the .config of a built variant.
+kernel_config() { echo "$(kernel_out "$1")/.config"; }
 
 say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -72,8 +106,8 @@ selftest_make() {
 
 # What a kernel log must not show: the start of every report the kernel
 # prints for a bug, a sanitizer finding, a lock problem, a leak or a stall.
-# vm-run fails a run whose console shows one; test-debug also scans the
-# guest's dmesg.
+# vm-run fails a run whose console shows one; test-debug and the kcsan
+# stage also scan the guest's dmesg (first_kernel_report).
 KERNEL_REPORTS=('BUG:' 'kernel BUG at' 'WARNING:' 'Call Trace:' 'Oops'
 	'general protection fault' 'Kernel panic' 'KASAN' 'UBSAN'
 	'possible circular locking' 'possible recursive locking'
@@ -82,6 +116,58 @@ KERNEL_REPORTS=('BUG:' 'kernel BUG at' 'WARNING:' 'Call Trace:' 'Oops'
 	'blocked for more than' 'self-detected stall' 'RCU stall'
 	'Bad page' 'Bad rss-counter' 'refcount_t:' 'list_add corruption'
 	'list_del corruption' 'printk messages dropped')
+
+# without_kcsan_reports LOG: LOG without its KCSAN reports (from the line
+# "BUG: KCSAN: ..." to the "=====" line that ends the report).
+without_kcsan_reports() {
+	awk '/BUG: KCSAN: / { skip = 1; next }
+		skip && /====================/ { skip = 0; next }
+		!skip' "$1"
+}
+
+# first_kernel_report [-K] LOG [PATTERN...]: print the first pattern of
+# KERNEL_REPORTS, or of the PATTERNs, that LOG shows; exit 1 when there is
+# none. -K leaves KCSAN reports out (they are classified by kcsan_reports).
+first_kernel_report() {
+	local filter=cat pattern text
+	if [ "$1" = -K ]; then
+		filter=without_kcsan_reports
+		shift
+	fi
+	text=$("$filter" "$1") || return 1
+	shift
+	for pattern in "${KERNEL_REPORTS[@]}" "$@"; do
+		if grep -qF -- "$pattern" <<<"$text"; then
+			printf '%s\n' "$pattern"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# kcsan_reports LOG: one line per distinct KCSAN report of LOG (by its
+# "BUG: KCSAN:" line), in order: "smaps FUNC vs FUNC" when the functions
+# of that line or of the stacks of the report mention smaps, task_mmu or
+# lock_next_vma (smaps_rollup's code), else "other FUNC vs FUNC". The
+# task's name (Comm:) and the other lines of the report do not count.
+kcsan_reports() {
+	awk 'function mine(s) { return s ~ /smaps|task_mmu|lock_next_vma/ }
+		{ line = $0; sub(/^\[ *[0-9.]+\] /, "", line) }
+		in_report && line ~ /====================/ { in_report = 0; next }
+		match(line, /BUG: KCSAN: /) {
+			title = substr(line, RSTART + RLENGTH)
+			sub(/^[^ ]+ in /, "", title)
+			gsub(/ \/ /, " vs ", title)
+			if (!(title in hit)) { order[++n] = title; hit[title] = 0 }
+			hit[title] = hit[title] || mine(title)
+			in_report = 1
+			next
+		}
+		in_report && line ~ /^ *[A-Za-z_][A-Za-z0-9_.]*\+0x/ {
+			hit[title] = hit[title] || mine(line)
+		}
+		END { for (i = 1; i <= n; i++) print (hit[order[i]] ? "smaps " : "other ") order[i] }' "$1"
+}
 
 # result ok|fail|skip NAME [REASON]: record one check as a TAP line on
 # stdout and, when RESULTS names a file, in it. RESULT_PREFIX, if set,
@@ -180,7 +266,7 @@ build_selftests() {
 	[ "$n" -gt 0 ] || result fail "selftests $branch" "the proc Makefile lists no program matching $only"
 }
 
-# plan_results PLAN OUT: record the results that scripts/guest-run-plan
+# plan_results PLAN OUT: record the results that guest/run-plan
 # left in OUT: guest-setup, then each program of PLAN whose KIND is tap
 # (tap_results) or exit (exit_result). A program without an exit status
 # did not finish.
