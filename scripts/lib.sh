@@ -189,10 +189,10 @@ result() {
 # failure for a plan not met or an exit status RC that the results do not
 # explain.
 tap_results() {
-	local name=$1 file=$2 rc=$3 plan got bad
+	local name=$1 file=$2 rc=$3 plan got bad passed skipped
 	plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\).*/\1/p' "$file" | head -n 1)
-	got=$(grep -Ec '^(not )?ok [0-9]+' "$file" || true)
-	bad=$(grep -Ec '^not ok [0-9]+' "$file" || true)
+	read -r passed bad skipped < <("$REPO/scripts/tap-summary" --counts "$file" || true)
+	got=$((passed + bad + skipped))
 	# "ok 3 global.name # SKIP why" -> "ok - NAME: global.name # SKIP why"
 	sed -nE "s|^(not )?ok [0-9]+ |\1ok - ${RESULT_PREFIX:-}$name: |p" "$file" |
 		if [ -n "${RESULTS:-}" ]; then tee -a "$RESULTS"; else cat; fi
@@ -232,26 +232,41 @@ selftest_progs() {
 }
 
 # build_selftests BRANCH TOP [REGEX]: export the selftests of BRANCH of
-# $KSRC to TOP and build the proc ones statically; one result per program
-# (matching REGEX). The programs that built are listed in TOP/progs.
+# $KSRC to TOP and build the proc ones statically (export_selftests), then
+# record one result per program matching REGEX (selftest_build_results).
+# The programs that built are listed in TOP/progs.
 build_selftests() {
-	local branch=$1 top=$2 only=${3:-.} dir p n=0
+	export_selftests "$1" "$2" && selftest_build_results "$@"
+}
+
+# export_selftests BRANCH TOP: export tools/ of BRANCH of $KSRC to TOP and
+# build its proc selftests statically; a failure is recorded as a result.
+export_selftests() {
+	local branch=$1 top=$2 dir
 	dir=$(selftest_dir "$top")
 	rm -rf "$top"
 	mkdir -p "$top"
-	: >"$top/progs"
 	if ! git -C "$KSRC" rev-parse -q --verify "refs/heads/$branch" >/dev/null; then
 		result fail "selftests $branch" "no branch $branch in $KSRC (scripts/prepare-tree makes it)"
-		return
+		return 1
 	fi
 	say "exporting tools/ of branch $branch to $top"
 	if ! git -C "$KSRC" archive "$branch" tools/testing/selftests tools/include \
 		tools/arch/x86 tools/scripts | tar -x -C "$top"; then
 		result fail "selftests $branch" "git archive of $branch failed"
-		return
+		return 1
 	fi
 	say "building $dir statically"
 	selftest_make "$dir" -k USERLDFLAGS=-static -j"$(nproc)" >&2 || true
+}
+
+# selftest_build_results BRANCH TOP [REGEX]: one result per program of the
+# proc selftests built in TOP (export_selftests) that matches REGEX; the
+# programs that built are listed in TOP/progs.
+selftest_build_results() {
+	local branch=$1 top=$2 only=${3:-.} dir p n=0
+	dir=$(selftest_dir "$top")
+	: >"$top/progs"
 	while IFS= read -r p; do
 		n=$((n + 1))
 		if [ "${p%/*}" != "$dir" ]; then
@@ -264,6 +279,18 @@ build_selftests() {
 		fi
 	done < <(selftest_progs "$dir" | grep -E "$only")
 	[ "$n" -gt 0 ] || result fail "selftests $branch" "the proc Makefile lists no program matching $only"
+}
+
+# plan_programs PREFIX KIND TIMEOUT PROGS [REGEX]: the lines of a plan for
+# guest/run-plan (see there) that run each program listed in the file
+# PROGS (a TOP/progs of selftest_build_results) whose name matches REGEX,
+# as PREFIXNAME, its result read as KIND (tap or exit, see plan_results).
+plan_programs() {
+	local prefix=$1 kind=$2 limit=$3 progs=$4 only=${5:-.} p
+	while IFS= read -r p; do
+		[[ ${p##*/} =~ $only ]] || continue
+		echo "$prefix${p##*/} $kind $limit $p"
+	done <"$progs"
 }
 
 # plan_results PLAN OUT: record the results that guest/run-plan
@@ -344,17 +371,21 @@ series_cover_letter() {
 	done
 }
 
-# build_lock: hold $CACHE/build.lock (fd 9) until the calling script exits,
-# waiting (and saying so) while another holds it. scripts/prepare-tree and
-# scripts/build-kernel take it: they share the checkout in $KSRC.
-build_lock() {
-	mkdir -p "$CACHE"
-	exec 9>"$CACHE/build.lock"
-	if ! flock -n 9; then
-		say "waiting for another prepare-tree or build-kernel to finish (lock $CACHE/build.lock)"
-		flock 9
+# hold_lock FD FILE WHAT: hold FILE locked (flock on fd FD) until the
+# calling script exits, waiting (and saying so) while WHAT holds it.
+hold_lock() {
+	mkdir -p "$(dirname "$2")"
+	eval "exec $1>\"\$2\""
+	if ! flock -n "$1"; then
+		say "waiting for $3 to finish (lock $2)"
+		flock "$1"
 	fi
 }
+
+# build_lock: hold $CACHE/build.lock (fd 9) until the calling script exits.
+# scripts/prepare-tree and scripts/build-kernel take it: they share the
+# checkout in $KSRC.
+build_lock() { hold_lock 9 "$CACHE/build.lock" "another prepare-tree or build-kernel"; }
 
 # checkpatch_patch PATCH: checkpatch.pl with checkpatch_args on PATCH, run
 # from / (outside any git repository, where it would look commit ids up).

@@ -145,6 +145,7 @@ extern __thread int deferred;
 extern __thread char deferred_msg[3500];
 
 void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void summary(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void violation(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 double now(void);
