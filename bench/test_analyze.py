@@ -35,15 +35,21 @@ def analyse_copy(raw_dir, tmp):
         return raw_run, figures, f.read(), out
 
 
-class AnalyzeTest(unittest.TestCase):
+class Analysed(unittest.TestCase):
+    """analyze.main run once on a copy of the class's RAW_DIR."""
+    RAW_DIR = RAW
+
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="bench-analyze-")
-        cls.raw_run, cls.figures, cls.readme, cls.out = analyse_copy(RAW, cls.tmp)
+        cls.raw_run, cls.figures, cls.readme, cls.out = analyse_copy(cls.RAW_DIR, cls.tmp)
 
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.tmp)
+
+
+class AnalyzeTest(Analysed):
 
     def row(self, vmas, rss):
         return next(r for r in self.figures["cost_rows"] if (r["vmas"], r["rss"]) == (vmas, rss))
@@ -148,18 +154,10 @@ class AnalyzeTest(unittest.TestCase):
         self.assertEqual(bench_stats.median([1, 2, 3, 10]), 2.5)
 
 
-class RecordedRunTest(unittest.TestCase):
+class RecordedRunTest(Analysed):
     """analyze.py on a real QUICK=1 run: every cell of its raw CSVs comes
     out as a row with the stock/series ratio, and the README is written."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="bench-recorded-")
-        cls.raw_run, cls.figures, cls.readme, cls.out = analyse_copy(RECORDED, cls.tmp)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp)
+    RAW_DIR = RECORDED
 
     def raw_cells(self, kernel):
         """The (vmas, rss) cells of the raw cost CSV of KERNEL, round 1."""

@@ -38,21 +38,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef MADV_COLD
-#define MADV_COLD		20
-#endif
-#ifndef MADV_PAGEOUT
-#define MADV_PAGEOUT		21
-#endif
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ	22
-#endif
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE	23
-#endif
-#ifndef MFD_CLOEXEC
-#define MFD_CLOEXEC		0x0001U
-#endif
+/* Debian 12's glibc has MADV_COLD, MADV_PAGEOUT, MADV_POPULATE_*, not this. */
 #ifndef MFD_EXEC
 #define MFD_EXEC		0x0010U
 #endif
