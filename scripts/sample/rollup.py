@@ -94,6 +94,10 @@ def _load():
 
 FIELDS, FIELD_LAYOUT, HEADER_COL, NUMBER_END, UNIT = _load()
 FIELD_RE = re.compile(r"^([A-Za-z_]+):( +)([0-9]+)%s$" % re.escape(UNIT))
+ROLLUP_ONLY = {"Pss_Anon", "Pss_File", "Pss_Shmem"}
+# Accumulated in fixed point and truncated to kB per VMA in smaps, once in
+# the rollup: summed smaps may fall short by less than 1 kB per VMA.
+ROUNDED = {"Pss", "Pss_Dirty", "SwapPss", "Locked"}
 HEADER_RE = re.compile(r"^([0-9a-f]+)-([0-9a-f]+) ")
 
 # Fields the oracle compares by value. The sample runs the same static
