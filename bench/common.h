@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../tools/testing/selftests/proc/smaps_rollup_format.h"
+#include "smaps_rollup_format.h"
 
 __attribute__((unused)) static void die(const char *fmt, ...)
 {

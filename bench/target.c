@@ -88,7 +88,7 @@ static void page_out_shmem(char *start, size_t len)
 	sr_path(path, sizeof(path), getpid(), "smaps_rollup");
 	if (read_rollup_path(path, &r) == 0 && r.kb[SR_SWAP] == 0) {
 		errno = 0;
-		die("MADV_PAGEOUT swapped nothing out: is swap on (scripts/guest-setup)?");
+		die("MADV_PAGEOUT swapped nothing out: is swap on (guest/setup)?");
 	}
 }
 

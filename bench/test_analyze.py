@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Unit test of bench/analyze.py on bench/testdata/run, a small raw run
 whose figures bench/testdata/synthesise.py chose (see its docstring).
+(A test class on a real recorded run derives from Analysed with its own
+RAW_DIR.)
 
     cd bench && python3 -m unittest -v test_analyze     (or make -C bench check)
 """
@@ -18,22 +20,33 @@ import bench_stats
 RAW = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", "run")
 
 
-class AnalyzeTest(unittest.TestCase):
+def analyse_copy(raw_dir, tmp):
+    """analyze.main on a copy of RAW_DIR (the plots' data files go into the
+    raw directory): (raw run, figures, README text, output directory)."""
+    raw = os.path.join(tmp, "raw")
+    shutil.copytree(raw_dir, raw)
+    out = os.path.join(tmp, "results")
+    with contextlib.redirect_stdout(io.StringIO()):
+        raw_run, figures = analyze.main(raw, out, plots=shutil.which("gnuplot") is not None)
+    with open(os.path.join(out, "README.md")) as f:
+        return raw_run, figures, f.read(), out
+
+
+class Analysed(unittest.TestCase):
+    """analyze.main run once on a copy of the class's RAW_DIR."""
+    RAW_DIR = RAW
+
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="bench-analyze-")
-        raw = os.path.join(cls.tmp, "raw")
-        shutil.copytree(RAW, raw)  # the plots' data files go into RAW
-        cls.out = os.path.join(cls.tmp, "results")
-        with contextlib.redirect_stdout(io.StringIO()):
-            cls.raw_run, cls.figures = analyze.main(raw, cls.out,
-                                                plots=shutil.which("gnuplot") is not None)
-        with open(os.path.join(cls.out, "README.md")) as f:
-            cls.readme = f.read()
+        cls.raw_run, cls.figures, cls.readme, cls.out = analyse_copy(cls.RAW_DIR, cls.tmp)
 
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.tmp)
+
+
+class AnalyzeTest(Analysed):
 
     def row(self, vmas, rss):
         return next(r for r in self.figures["cost_rows"] if (r["vmas"], r["rss"]) == (vmas, rss))

@@ -12,21 +12,55 @@ BUILD=$REPO/build
 TARBALL=${SMAPS_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
 export CCACHE_DIR=$CACHE/ccache
 
-# kernel_out VARIANT: the kbuild output directory of a kernel variant
-# (stock, base, series, debug, bench and the preemption-model variants
-# bench-preempt, bench-none, stock-preempt, stock-none; see
-# scripts/build-kernel). With KSRC_OVERRIDE set (development only),
-# the VARIANT-override one that scripts/build-kernel then builds.
+# The kernel variants (name, branch, config fragments): scripts/variants.
+VARIANTS=$REPO/scripts/variants
+
+# variant_names: every variant, one per line, in the order of the table.
+variant_names() { awk '!/^#/ && NF { print $1 }' "$VARIANTS"; }
+
+# variant_field VARIANT N: field N of VARIANT's line (2 branch,
+# 3 fragments); fails for an unknown variant.
+variant_field() {
+	awk -v v="$1" -v n="$2" '!/^#/ && $1 == v { print $n; found = 1 }
+		END { exit !found }' "$VARIANTS"
+}
+
+# variant_branch VARIANT: the branch of the kernel tree it is built from.
+variant_branch() { variant_field "$1" 2; }
+
+# variant_fragments VARIANT: the paths of its config fragments, in order,
+# one per line.
+variant_fragments() {
+	local f
+	f=$(variant_field "$1" 3) || return 1
+	tr ',' '\n' <<<"$f" | sed "s|^|$REPO/configs/|"
+}
+
+# kernel_out VARIANT: the kbuild output directory of a variant. With
+# KSRC_OVERRIDE set (development only), the VARIANT-override one that
+# scripts/build-kernel then builds.
 kernel_out() { echo "$KOUT/$1${KSRC_OVERRIDE:+-override}"; }
 
 # kernel_image VARIANT|BZIMAGE: the bzImage of a variant, or BZIMAGE as given.
 kernel_image() {
-	case $1 in
-	stock | base | series | debug | bench | bench-preempt | bench-none | stock-preempt | stock-none)
-		echo "$(kernel_out "$1")/arch/x86/boot/bzImage" ;;
-	*) echo "$1" ;;
-	esac
+	if variant_field "$1" 1 >/dev/null; then
+		echo "$(kernel_out "$1")/arch/x86/boot/bzImage"
+	else
+		echo "$1"
+	fi
 }
+
+# kernel_vmlinux VARIANT|BZIMAGE: the vmlinux built with that image (for
+# decoding stacks); a bzImage outside a kbuild output directory has none
+# (the path printed then does not exist).
+kernel_vmlinux() {
+	local img
+	img=$(kernel_image "$1")
+	echo "${img%/arch/x86/boot/bzImage}/vmlinux"
+}
+
+# kernel_config VARIANT: the .config of a built variant.
+kernel_config() { echo "$(kernel_out "$1")/.config"; }
 
 say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -72,8 +106,8 @@ selftest_make() {
 
 # What a kernel log must not show: the start of every report the kernel
 # prints for a bug, a sanitizer finding, a lock problem, a leak or a stall.
-# vm-run fails a run whose console shows one; test-debug also scans the
-# guest's dmesg.
+# vm-run fails a run whose console shows one; test-debug and the kcsan
+# stage also scan the guest's dmesg (first_kernel_report).
 KERNEL_REPORTS=('BUG:' 'kernel BUG at' 'WARNING:' 'Call Trace:' 'Oops'
 	'general protection fault' 'Kernel panic' 'KASAN' 'UBSAN'
 	'possible circular locking' 'possible recursive locking'
@@ -82,6 +116,58 @@ KERNEL_REPORTS=('BUG:' 'kernel BUG at' 'WARNING:' 'Call Trace:' 'Oops'
 	'blocked for more than' 'self-detected stall' 'RCU stall'
 	'Bad page' 'Bad rss-counter' 'refcount_t:' 'list_add corruption'
 	'list_del corruption' 'printk messages dropped')
+
+# without_kcsan_reports LOG: LOG without its KCSAN reports (from the line
+# "BUG: KCSAN: ..." to the "=====" line that ends the report).
+without_kcsan_reports() {
+	awk '/BUG: KCSAN: / { skip = 1; next }
+		skip && /====================/ { skip = 0; next }
+		!skip' "$1"
+}
+
+# first_kernel_report [-K] LOG [PATTERN...]: print the first pattern of
+# KERNEL_REPORTS, or of the PATTERNs, that LOG shows; exit 1 when there is
+# none. -K leaves KCSAN reports out (they are classified by kcsan_reports).
+first_kernel_report() {
+	local filter=cat pattern text
+	if [ "$1" = -K ]; then
+		filter=without_kcsan_reports
+		shift
+	fi
+	text=$("$filter" "$1") || return 1
+	shift
+	for pattern in "${KERNEL_REPORTS[@]}" "$@"; do
+		if grep -qF -- "$pattern" <<<"$text"; then
+			printf '%s\n' "$pattern"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# kcsan_reports LOG: one line per distinct KCSAN report of LOG (by its
+# "BUG: KCSAN:" line), in order: "smaps FUNC vs FUNC" when the functions
+# of that line or of the stacks of the report mention smaps, task_mmu or
+# lock_next_vma (smaps_rollup's code), else "other FUNC vs FUNC". The
+# task's name (Comm:) and the other lines of the report do not count.
+kcsan_reports() {
+	awk 'function mine(s) { return s ~ /smaps|task_mmu|lock_next_vma/ }
+		{ line = $0; sub(/^\[ *[0-9.]+\] /, "", line) }
+		in_report && line ~ /====================/ { in_report = 0; next }
+		match(line, /BUG: KCSAN: /) {
+			title = substr(line, RSTART + RLENGTH)
+			sub(/^[^ ]+ in /, "", title)
+			gsub(/ \/ /, " vs ", title)
+			if (!(title in hit)) { order[++n] = title; hit[title] = 0 }
+			hit[title] = hit[title] || mine(title)
+			in_report = 1
+			next
+		}
+		in_report && line ~ /^ *[A-Za-z_][A-Za-z0-9_.]*\+0x/ {
+			hit[title] = hit[title] || mine(line)
+		}
+		END { for (i = 1; i <= n; i++) print (hit[order[i]] ? "smaps " : "other ") order[i] }' "$1"
+}
 
 # result ok|fail|skip NAME [REASON]: record one check as a TAP line on
 # stdout and, when RESULTS names a file, in it. RESULT_PREFIX, if set,
@@ -103,10 +189,10 @@ result() {
 # failure for a plan not met or an exit status RC that the results do not
 # explain.
 tap_results() {
-	local name=$1 file=$2 rc=$3 plan got bad
+	local name=$1 file=$2 rc=$3 plan got bad passed skipped
 	plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\).*/\1/p' "$file" | head -n 1)
-	got=$(grep -Ec '^(not )?ok [0-9]+' "$file" || true)
-	bad=$(grep -Ec '^not ok [0-9]+' "$file" || true)
+	read -r passed bad skipped < <("$REPO/scripts/tap-summary" --counts "$file" || true)
+	got=$((passed + bad + skipped))
 	# "ok 3 global.name # SKIP why" -> "ok - NAME: global.name # SKIP why"
 	sed -nE "s|^(not )?ok [0-9]+ |\1ok - ${RESULT_PREFIX:-}$name: |p" "$file" |
 		if [ -n "${RESULTS:-}" ]; then tee -a "$RESULTS"; else cat; fi
@@ -146,26 +232,41 @@ selftest_progs() {
 }
 
 # build_selftests BRANCH TOP [REGEX]: export the selftests of BRANCH of
-# $KSRC to TOP and build the proc ones statically; one result per program
-# (matching REGEX). The programs that built are listed in TOP/progs.
+# $KSRC to TOP and build the proc ones statically (export_selftests), then
+# record one result per program matching REGEX (selftest_build_results).
+# The programs that built are listed in TOP/progs.
 build_selftests() {
-	local branch=$1 top=$2 only=${3:-.} dir p n=0
+	export_selftests "$1" "$2" && selftest_build_results "$@"
+}
+
+# export_selftests BRANCH TOP: export tools/ of BRANCH of $KSRC to TOP and
+# build its proc selftests statically; a failure is recorded as a result.
+export_selftests() {
+	local branch=$1 top=$2 dir
 	dir=$(selftest_dir "$top")
 	rm -rf "$top"
 	mkdir -p "$top"
-	: >"$top/progs"
 	if ! git -C "$KSRC" rev-parse -q --verify "refs/heads/$branch" >/dev/null; then
 		result fail "selftests $branch" "no branch $branch in $KSRC (scripts/prepare-tree makes it)"
-		return
+		return 1
 	fi
 	say "exporting tools/ of branch $branch to $top"
 	if ! git -C "$KSRC" archive "$branch" tools/testing/selftests tools/include \
 		tools/arch/x86 tools/scripts | tar -x -C "$top"; then
 		result fail "selftests $branch" "git archive of $branch failed"
-		return
+		return 1
 	fi
 	say "building $dir statically"
 	selftest_make "$dir" -k USERLDFLAGS=-static -j"$(nproc)" >&2 || true
+}
+
+# selftest_build_results BRANCH TOP [REGEX]: one result per program of the
+# proc selftests built in TOP (export_selftests) that matches REGEX; the
+# programs that built are listed in TOP/progs.
+selftest_build_results() {
+	local branch=$1 top=$2 only=${3:-.} dir p n=0
+	dir=$(selftest_dir "$top")
+	: >"$top/progs"
 	while IFS= read -r p; do
 		n=$((n + 1))
 		if [ "${p%/*}" != "$dir" ]; then
@@ -180,7 +281,19 @@ build_selftests() {
 	[ "$n" -gt 0 ] || result fail "selftests $branch" "the proc Makefile lists no program matching $only"
 }
 
-# plan_results PLAN OUT: record the results that scripts/guest-run-plan
+# plan_programs PREFIX KIND TIMEOUT PROGS [REGEX]: the lines of a plan for
+# guest/run-plan (see there) that run each program listed in the file
+# PROGS (a TOP/progs of selftest_build_results) whose name matches REGEX,
+# as PREFIXNAME, its result read as KIND (tap or exit, see plan_results).
+plan_programs() {
+	local prefix=$1 kind=$2 limit=$3 progs=$4 only=${5:-.} p
+	while IFS= read -r p; do
+		[[ ${p##*/} =~ $only ]] || continue
+		echo "$prefix${p##*/} $kind $limit $p"
+	done <"$progs"
+}
+
+# plan_results PLAN OUT: record the results that guest/run-plan
 # left in OUT: guest-setup, then each program of PLAN whose KIND is tap
 # (tap_results) or exit (exit_result). A program without an exit status
 # did not finish.
@@ -258,17 +371,21 @@ series_cover_letter() {
 	done
 }
 
-# build_lock: hold $CACHE/build.lock (fd 9) until the calling script exits,
-# waiting (and saying so) while another holds it. scripts/prepare-tree and
-# scripts/build-kernel take it: they share the checkout in $KSRC.
-build_lock() {
-	mkdir -p "$CACHE"
-	exec 9>"$CACHE/build.lock"
-	if ! flock -n 9; then
-		say "waiting for another prepare-tree or build-kernel to finish (lock $CACHE/build.lock)"
-		flock 9
+# hold_lock FD FILE WHAT: hold FILE locked (flock on fd FD) until the
+# calling script exits, waiting (and saying so) while WHAT holds it.
+hold_lock() {
+	mkdir -p "$(dirname "$2")"
+	eval "exec $1>\"\$2\""
+	if ! flock -n "$1"; then
+		say "waiting for $3 to finish (lock $2)"
+		flock "$1"
 	fi
 }
+
+# build_lock: hold $CACHE/build.lock (fd 9) until the calling script exits.
+# scripts/prepare-tree and scripts/build-kernel take it: they share the
+# checkout in $KSRC.
+build_lock() { hold_lock 9 "$CACHE/build.lock" "another prepare-tree or build-kernel"; }
 
 # checkpatch_patch PATCH: checkpatch.pl with checkpatch_args on PATCH, run
 # from / (outside any git repository, where it would look commit ids up).

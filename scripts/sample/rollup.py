@@ -23,22 +23,82 @@ import re
 import subprocess
 import sys
 
-# ../shared/NOTES.md §3: labels in order, each padded to a fixed prefix; the
-# number is right-aligned to width 8 (Private_Hugetlb: prefix 17, width 7)
-# so that it ends at column 24, then " kB".
-FIELDS = ["Rss", "Pss", "Pss_Dirty", "Pss_Anon", "Pss_File", "Pss_Shmem",
-          "Shared_Clean", "Shared_Dirty", "Private_Clean", "Private_Dirty",
-          "Referenced", "Anonymous", "KSM", "LazyFree", "AnonHugePages",
-          "ShmemPmdMapped", "FilePmdMapped", "Shared_Hugetlb",
-          "Private_Hugetlb", "Swap", "SwapPss", "Locked"]
+
+def fail(msg, code=2):
+    print(f"rollup: {msg}", file=sys.stderr)
+    sys.exit(code)
+
+
+# The format (../shared/NOTES.md §3) is read from the C header that the
+# selftests, the stress and the bench programs share,
+# smaps_rollup_format.h, found where format.mk says (SMAPS_FORMAT_DIR;
+# the environment variable of that name overrides it, as it does for
+# make): labels in order, each padded to a fixed prefix; the number
+# right-aligned to a fixed width so that it ends at one column, then " kB";
+# the header's "[rollup]" at a fixed column.
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def format_header_path():
+    """smaps_rollup_format.h as format.mk locates it."""
+    if os.environ.get("SMAPS_FORMAT_DIR"):
+        d = os.environ["SMAPS_FORMAT_DIR"]
+    else:
+        with open(os.path.join(ROOT, "format.mk")) as f:
+            m = re.search(r"^SMAPS_FORMAT_DIR \?= \$\(FORMAT_TOP\)/(\S+)$", f.read(), re.M)
+        if not m:
+            fail("format.mk has no line SMAPS_FORMAT_DIR ?= $(FORMAT_TOP)/DIR")
+        d = os.path.join(ROOT, m.group(1))
+    return os.path.join(d, "smaps_rollup_format.h")
+
+
+def load_format(text):
+    """What the C header says of the format: (labels in order without the
+    colon, {label: (prefix, width)} of the field lines, the header's
+    "[rollup]" column, the column where the numbers end, the unit)."""
+    def need(pattern, what):
+        m = re.search(pattern, text, re.S)
+        if not m:
+            fail(f"smaps_rollup_format.h: cannot find {what}")
+        return m
+    enum = need(r"enum sr_field \{(.*?)\}", "enum sr_field").group(1)
+    names = re.findall(r"\b(SR_[A-Z_]+)\b", enum)
+    body = need(r"sr_label\[SR_NR_FIELDS\] = \{(.*?)\};", "sr_label[]").group(1)
+    labels = [x.rstrip(":") for x in re.findall(r'"([^"]+)"', body)]
+    if names[:-1] != names[:len(labels)] or len(labels) != len(names) - 1:
+        fail("smaps_rollup_format.h: sr_label[] does not match enum sr_field")
+    # "%-16s%8llu kB\n": label padded to 16, number 8 wide.
+    m = need(r'return snprintf\(buf, size, "%-(\d+)s%(\d+)llu( kB)\\n"', "the field format")
+    prefix, width, unit = int(m.group(1)), int(m.group(2)), m.group(3)
+    layout = {label: (prefix, width) for label in labels}
+    # if (f == SR_X) return snprintf(buf, size, "%s %7llu kB\n", ...): one field
+    # whose label is too long for the prefix.
+    for name, spaces, w in re.findall(
+            r'if \(f == (SR_[A-Z_]+)\)\s*return snprintf\(buf, size, "%s( *)%(\d+)llu', text):
+        label = labels[names.index(name)]
+        layout[label] = (len(label) + 1 + len(spaces), int(w))
+    # pad_until = 25 + 6 * sizeof(void *) - 1, then " [rollup]" (64-bit).
+    m = need(r"pad_until = (\d+) \+ (\d+) \* sizeof\(void \*\) - (\d+);", "pad_until")
+    header_col = int(m.group(1)) + int(m.group(2)) * 8 - int(m.group(3)) + 1
+    return labels, layout, header_col, prefix + width, unit
+
+
+def _load():
+    path = format_header_path()
+    try:
+        with open(path) as f:
+            return load_format(f.read())
+    except OSError as e:
+        fail(f"cannot read the format header {path}: {e.strerror}")
+
+
+FIELDS, FIELD_LAYOUT, HEADER_COL, NUMBER_END, UNIT = _load()
+FIELD_RE = re.compile(r"^([A-Za-z_]+):( +)([0-9]+)%s$" % re.escape(UNIT))
 ROLLUP_ONLY = {"Pss_Anon", "Pss_File", "Pss_Shmem"}
 # Accumulated in fixed point and truncated to kB per VMA in smaps, once in
 # the rollup: summed smaps may fall short by less than 1 kB per VMA.
 ROUNDED = {"Pss", "Pss_Dirty", "SwapPss", "Locked"}
-HEADER_COL = 73     # index of "[rollup]" in the header line (64-bit)
-NUMBER_END = 24     # index just past the number in a field line
 HEADER_RE = re.compile(r"^([0-9a-f]+)-([0-9a-f]+) ")
-FIELD_RE = re.compile(r"^([A-Za-z_]+):( +)([0-9]+) kB$")
 
 # Fields the oracle compares by value. The sample runs the same static
 # binary without randomisation, without THP, without its [vdso] (whose Pss
@@ -50,11 +110,6 @@ FIELD_RE = re.compile(r"^([A-Za-z_]+):( +)([0-9]+) kB$")
 # its differences without failing.
 REPORT_ONLY = set()
 FIXED = [f for f in ["header"] + FIELDS if f not in REPORT_ONLY]
-
-
-def fail(msg, code=2):
-    print(f"rollup: {msg}", file=sys.stderr)
-    sys.exit(code)
 
 
 def parse_rollup(text):
@@ -126,8 +181,8 @@ def format_problems(text):
             continue
         label, value = m.group(1), m.group(3)
         labels.append(label)
-        prefix, width = (17, 7) if label == "Private_Hugetlb" else (16, 8)
-        want = f"{label}:".ljust(prefix) + value.rjust(width) + " kB"
+        prefix, width = FIELD_LAYOUT.get(label, (NUMBER_END - 8, 8))
+        want = f"{label}:".ljust(prefix) + value.rjust(width) + UNIT
         if line != want:
             problems.append(f"line {i} is {line!r}, stock would print {want!r}")
     if labels != FIELDS:

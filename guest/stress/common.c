@@ -174,6 +174,34 @@ void parse_options(int argc, char **argv, struct options *o)
 
 /* ---- messages -------------------------------------------------------------- */
 
+/*
+ * The program's result: one summary line on stdout and, when the guest's
+ * plan runner gives it a result file (RESULT_FILE, guest/run-plan), in
+ * that file too, which is what the host reads.
+ */
+void summary(const char *fmt, ...)
+{
+	const char *path = getenv("RESULT_FILE");
+	char buf[4096];
+	va_list ap;
+	FILE *f;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	fputs(buf, stdout);
+	fflush(stdout);
+	if (!path || !*path)
+		return;
+	f = fopen(path, "a");
+	if (!f) {
+		msg("cannot write the result file %s: %s", path, strerror(errno));
+		return;
+	}
+	fputs(buf, f);
+	fclose(f);
+}
+
 void msg(const char *fmt, ...)
 {
 	char buf[4096];

@@ -30,7 +30,8 @@
  * --faultinject runs the fault-injection program, smaps_rollup_faultinject
  * from this program's directory, with the other arguments (faultinject.c).
  *
- * Output: progress and any violation on stderr; a summary line on stdout:
+ * Output: progress and any violation on stderr; a summary line on stdout
+ * and in $RESULT_FILE when set (guest/run-plan sets it):
  * "smaps_rollup_stress: seconds S reads N ... violations V".  Exit status 0
  * when there was no violation, 1 otherwise.
  */
@@ -338,7 +339,7 @@ static int stress_main(double seconds, int nt, int np, int nj, double cpi,
 	}
 	alarm(0);
 	secs = now() - start;
-	printf("smaps_rollup_stress: seconds %.1f, reads %" PRIu64 ", read calls %" PRIu64
+	summary("smaps_rollup_stress: seconds %.1f, reads %" PRIu64 ", read calls %" PRIu64
 	       ", operations %" PRIu64 ", checkpoints %" PRIu64 " (%" PRIu64
 	       " targets checked, %" PRIu64 " did not hold still, %" PRIu64
 	       " reads under mmap_lock contention), faults injected %" PRIu64

@@ -6,7 +6,7 @@
  *   smaps_rollup_faultinject [-t SECONDS] [-j THREADS] [-s SEED] [-q]
  *
  * Run as root, with failslab and fail_page_alloc configured in debugfs by
- * the caller: see scripts/guest-faultinject.  Two quiescent targets
+ * the caller: see guest/faultinject.  Two quiescent targets
  * (quiet.c) give reference bytes; two churning targets (target.c) give
  * moving ones.  First a systematic sweep: for each of several scripts of
  * open/read/pread/readv/lseek/close, fail the 1st, 2nd, 3rd... fault site
@@ -422,7 +422,7 @@ static int faultinject_main(double seconds, int nj, uint64_t seed)
 	if (!quiet)
 		msg("smaps_rollup_stress: fault injection: at most %d fault sites per script", sites_max);
 	secs = now() - start;
-	printf("smaps_rollup_stress: seconds %.1f, scripts %" PRIu64 ", reads %" PRIu64
+	summary("smaps_rollup_stress: seconds %.1f, scripts %" PRIu64 ", reads %" PRIu64
 	       ", read calls %" PRIu64 ", faults injected by fail-nth %" PRIu64
 	       ", failed calls %" PRIu64 " (ENOMEM %" PRIu64 ", ENOENT %" PRIu64
 	       "; open %" PRIu64 ", read %" PRIu64 ", lseek %" PRIu64 "), retries %" PRIu64

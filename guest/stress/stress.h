@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Shared by the two programs of tools/stress:
+ * Shared by the two programs of guest/stress:
  *
  *   smaps_rollup_stress       readers against churning targets, with
  *                             checkpoints (supervisor.c, reader.c)
@@ -38,21 +38,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef MADV_COLD
-#define MADV_COLD		20
-#endif
-#ifndef MADV_PAGEOUT
-#define MADV_PAGEOUT		21
-#endif
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ	22
-#endif
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE	23
-#endif
-#ifndef MFD_CLOEXEC
-#define MFD_CLOEXEC		0x0001U
-#endif
+/* Debian 12's glibc has MADV_COLD, MADV_PAGEOUT, MADV_POPULATE_*, not this. */
 #ifndef MFD_EXEC
 #define MFD_EXEC		0x0010U
 #endif
@@ -69,7 +55,7 @@
 
 /* ---- the format: shared with the selftests ------------------------------ */
 
-#include "../testing/selftests/proc/smaps_rollup_format.h"
+#include "smaps_rollup_format.h"
 
 /* ---- shared state and counters (common.c) -------------------------------- */
 
@@ -145,6 +131,7 @@ extern __thread int deferred;
 extern __thread char deferred_msg[3500];
 
 void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void summary(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void violation(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 double now(void);

@@ -1,0 +1,18 @@
+# SPDX-License-Identifier: GPL-2.0
+# Where the hand-written programs (bench/, guest/stress/) and
+# scripts/sample/rollup.py find the smaps_rollup format header,
+# smaps_rollup_format.h: decided here, in this one place.
+#
+# The header is part of the series (patch 12, the selftests). Its one copy
+# in this repository is the generated tools/testing/selftests/proc/
+# (scripts/sync-copies; never edit it there, edit the series). The
+# programs include it by its name alone, "smaps_rollup_format.h", and
+# their Makefiles add $(FORMAT_CPPFLAGS); rollup.py reads the
+# SMAPS_FORMAT_DIR line below. To build against another version of the
+# header (a kernel tree's, say), override SMAPS_FORMAT_DIR:
+#   make -C bench SMAPS_FORMAT_DIR=$HOME/linux/tools/testing/selftests/proc
+
+FORMAT_TOP := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
+SMAPS_FORMAT_DIR ?= $(FORMAT_TOP)/tools/testing/selftests/proc
+FORMAT_H := $(SMAPS_FORMAT_DIR)/smaps_rollup_format.h
+FORMAT_CPPFLAGS := -iquote $(SMAPS_FORMAT_DIR)
