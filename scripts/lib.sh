@@ -11,6 +11,11 @@ KOUT=$CACHE/out              # kbuild output directories, one per variant
 BUILD=$REPO/build
 TARBALL=${SMAPS_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
 export CCACHE_DIR=$CACHE/ccache
+# The diff algorithm of patches/ (make-patches): histogram shows a new
+# function as added, not interleaved with old lines it happens to match.
+# Patch-ids depend on it, so whatever compares a commit with patches/ by
+# patch-id diffs the commit with it too.
+PATCH_DIFF=--histogram
 
 # The kernel variants (name, branch, config fragments): scripts/variants.
 VARIANTS=$REPO/scripts/variants
