@@ -1,23 +1,30 @@
 #!/usr/bin/env python3
 """Unit test of bench/analyze.py on bench/testdata/run, a small raw run
-whose figures bench/testdata/synthesise.py chose (see its docstring).
-(A test class on a real recorded run derives from Analysed with its own
-RAW_DIR.)
+whose figures bench/testdata/synthesise.py chose (see its docstring), and
+on bench/testdata/quick, the raw output of a real `QUICK=1 scripts/bench`
+(guest/bench in real guests, the bzImage copies left out): the figures
+analyze.py derives from it are checked against the raw CSVs read here
+with the csv module, so that the real format drifting from what
+bench_load.py reads fails here.
 
     cd bench && python3 -m unittest -v test_analyze     (or make -C bench check)
 """
 import contextlib
+import csv
 import io
 import math
 import os
 import shutil
+import statistics
 import tempfile
 import unittest
 
 import analyze
 import bench_stats
 
-RAW = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", "run")
+TESTDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata")
+RAW = os.path.join(TESTDATA, "run")
+RECORDED = os.path.join(TESTDATA, "quick")
 
 
 def analyse_copy(raw_dir, tmp):
@@ -149,6 +156,76 @@ class AnalyzeTest(Analysed):
         self.assertEqual(bench_stats.percentile([3, 1, 2, 4], 0.5), 2)
         self.assertEqual(bench_stats.percentile(list(range(1, 101)), 0.99), 99)
         self.assertEqual(bench_stats.median([1, 2, 3, 10]), 2.5)
+
+
+def raw_rows(name, kind):
+    """The KIND rows of the recorded run's NAME.csv, without the kind."""
+    with open(os.path.join(RECORDED, name + ".csv"), newline="") as f:
+        return [row[1:] for row in csv.reader(f) if row and row[0] == kind]
+
+
+def raw_median_ms(name, vmas, rss, method):
+    """The median read time (ms) of one cost cell and method, from the CSV."""
+    return statistics.median(int(r[6]) / 1e6 for r in raw_rows(name, "cost")
+                             if (r[0], r[1], r[4]) == (str(vmas), rss, method))
+
+
+class RecordedRunTest(Analysed):
+    """analyze.py on a real QUICK=1 run (bench/testdata/quick)."""
+    RAW_DIR = RECORDED
+
+    def test_run_file(self):
+        info = self.raw_run.run_info
+        self.assertEqual((info["plan"], info["series_variant"]), ("quick", "bench"))
+        self.assertEqual(self.raw_run.models, ["voluntary"])
+        self.assertEqual(self.raw_run.metas["series-r1"]["same_boot"],
+                         "rollup=smaps_rollup_stock")
+
+    def test_every_cost_cell_is_a_row(self):
+        cells = {(int(r[0]), r[1]) for r in raw_rows("cost-stock-r1", "cost")}
+        self.assertEqual(cells, {(int(r[0]), r[1]) for r in raw_rows("cost-series-r1", "cost")})
+        rows = {(r["vmas"], r["rss"]) for r in self.figures["cost_rows"]}
+        self.assertEqual(rows, cells)
+
+    def test_cost_medians_and_ratios(self):
+        row = next(r for r in self.figures["cost_rows"] if (r["vmas"], r["rss"]) == (4000, "16"))
+        series = raw_median_ms("cost-series-r1", 4000, "16", "rollup")
+        stock = raw_median_ms("cost-stock-r1", 4000, "16", "rollup")
+        same_boot = raw_median_ms("cost-series-r1", 4000, "16", "rollup=smaps_rollup_stock")
+        self.assertAlmostEqual(row["median"]["series"], series)
+        self.assertAlmostEqual(row["series_over_stock"], series / stock)
+        self.assertAlmostEqual(row["same_boot_series_over_stock"], series / same_boot)
+        self.assertAlmostEqual(row["smaps_over_rollup"],
+                               raw_median_ms("cost-series-r1", 4000, "16", "smaps") / series)
+
+    def test_fields_line(self):
+        (line,) = [r for r in raw_rows("cost-series-r1", "fields") if r[:2] == ["4000", "16"]]
+        fields = self.raw_run.fields[(4000, "16")]
+        self.assertEqual(fields, dict(kv.split("=") for kv in line[5:]))
+        self.assertEqual(int(fields["Rss"]), sum(int(fields[f]) for f in (
+            "Shared_Clean", "Shared_Dirty", "Private_Clean", "Private_Dirty")))
+
+    def test_stall_records_match_the_guest_summary(self):
+        """The .bin records give the ops and p99 the guest printed."""
+        for kernel in ("stock", "series"):
+            for vmas, rss, _, _, cond, _, ops, _, p99_ns, *_ in raw_rows(f"stall-{kernel}-r1",
+                                                                         "stall"):
+                s = self.figures["stall"][(kernel, int(vmas), rss, cond)]
+                self.assertEqual(s["ops"], int(ops), (kernel, rss, cond))
+                self.assertAlmostEqual(s["p99"], int(p99_ns) / 1e3, delta=1,
+                                       msg=(kernel, rss, cond))
+
+    def test_invert_mean_and_max(self):
+        (row,) = [r for r in raw_rows("invert-series-r1", "invert") if r[0] == "rollup:1"]
+        mmap_mean, mmap_max, munmap_mean, munmap_max = (int(x) / 1e3 for x in row[4:8])
+        invert = self.figures["invert"][("series", "rollup:1")]
+        self.assertAlmostEqual(invert["mean"], (mmap_mean + munmap_mean) / 2)
+        self.assertAlmostEqual(invert["max"], max(mmap_max, munmap_max))
+
+    def test_readme(self):
+        self.assertIn("plan **quick**, 1 round(s)", self.readme)
+        self.assertIn("| series-r1 | 6.12.117-bench #2", self.readme)
+        self.assertTrue(os.path.exists(os.path.join(self.out, "fleet.csv")))
 
 
 if __name__ == "__main__":
