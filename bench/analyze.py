@@ -4,11 +4,12 @@
     bench/analyze.py RAW_DIR RESULTS_DIR
 
 RAW_DIR is what the guests wrote (cost-*.csv, stall-*.csv and the stall
-records stall-*.bin, invert-*.csv, fleet-*.csv, meta-*.txt, run.txt).
-A run over several preemption models (scripts/bench PREEMPT=...) is
-reported in full for its first model; every model's stall, inversion and
+records stall-*.bin, invert-*.csv, moves-*.csv, fleet-*.csv, meta-*.txt,
+run.txt). A run over several preemption models (scripts/bench PREEMPT=...)
+is reported in full for its first model; every model's stall, inversion and
 half-untouched and dense cost cells also go side by side into the
-README's "Preemption models" section and models-*.csv.
+README's "Preemption models" section and models-*.csv, and every model's
+moves into its section and moves.csv.
 Medians and percentiles pool every read of a cell over the rounds; the
 stock/series ratio also gets its value per round and a bootstrap 90%
 interval, so that noise can be told from a difference. Standard library
@@ -33,6 +34,7 @@ def analyse(run):
     return dict(cost_rows=rows, fits=bench_stats.fits(run, rows), stall=stall,
                 stall_verdicts=bench_stats.stall_verdicts(stall), invert=invert,
                 invert_verdicts=bench_stats.invert_verdicts(invert),
+                moves=bench_stats.moves_summaries(run),
                 fleet_ratios=bench_stats.fleet_by_round_ratio(run))
 
 
@@ -46,7 +48,7 @@ def main(raw, out, plots=True):
     os.makedirs(out, exist_ok=True)
     bench_report.write_csvs(out, run, figures)
     written = ["cost.csv", "cost-long.csv", "cost-samples.csv", "fit.csv", "stall.csv",
-               "invert.csv", "fleet.csv"]
+               "invert.csv", "moves.csv", "fleet.csv"]
     if "models" in figures:
         written += bench_report.write_model_csvs(out, figures["models"])
     if plots:

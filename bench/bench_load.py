@@ -2,7 +2,8 @@
 
 RAW_DIR holds, per boot TAG = KERNEL-rROUND: meta-TAG.txt, cost-TAG.csv,
 stall-TAG.csv with the target's per-operation records
-stall-TAG-VMAS-RSS-COND.bin, fleet-TAG.csv, invert-TAG.csv (round 1);
+stall-TAG-VMAS-RSS-COND.bin, fleet-TAG.csv, invert-TAG.csv and
+moves-TAG.csv (round 1);
 plus run.txt and cost-host-r1.csv (the host-kernel reference). A boot in
 a preemption model other than voluntary (scripts/bench PREEMPT=...) has
 TAG = KERNEL-MODEL-rROUND (series-full-r1); load_run loads one model's
@@ -20,7 +21,7 @@ MODELS = ("voluntary", "full", "none")
 DEFAULT_MODEL = "voluntary"
 BOOT_RE = (r"(?P<kernel>[A-Za-z0-9_]+?)(?:-(?P<model>" + "|".join(MODELS)
            + r"))?-r(?P<round>\d+)")
-TAG_RE = re.compile(r"(?P<kind>cost|stall|fleet|invert)-" + BOOT_RE + r"\.csv$")
+TAG_RE = re.compile(r"(?P<kind>cost|stall|fleet|invert|moves)-" + BOOT_RE + r"\.csv$")
 BOOT_TAG_RE = re.compile(BOOT_RE + "$")
 
 
@@ -59,6 +60,21 @@ class InvertRun:
 
 
 @dataclass
+class MovesRun:
+    """One method of one bench-moves cell of one boot (bench/moves.c)."""
+    round: int
+    rss_kb: int                 # quiescent: the truth
+    moves: int
+    reads: int
+    wrong: int
+    over: int
+    under: int
+    min_kb: int
+    max_kb: int
+    read_p50_ms: float
+
+
+@dataclass
 class RawRun:
     run_info: dict
     loads: list                 # [(boot tag, load averages)]
@@ -70,6 +86,7 @@ class RawRun:
     fleet: dict = field(default_factory=dict)      # (kernel, method) -> dict of lists
     fleet_by_round: dict = field(default_factory=dict)  # (kernel, round, method) -> [ms]
     invert: dict = field(default_factory=dict)     # (kernel, cond) -> [InvertRun]
+    moves: dict = field(default_factory=dict)      # (kernel, mib, period_us, method) -> [MovesRun]
     model: str = DEFAULT_MODEL                     # the preemption model loaded
     models: list = field(default_factory=list)     # every model of the run, first first
 
@@ -182,6 +199,13 @@ def load_invert(raw, run):
                           mmap_max / 1e3, munmap_mean / 1e3, munmap_max / 1e3, reads))
 
 
+def load_moves(raw, run):
+    for path, kernel, round_ in raw_files(raw, "moves", run.model):
+        for mib, period_us, method, *counts, p50_ns in csv_rows(path, "moves"):
+            run.moves.setdefault((kernel, int(mib), int(period_us), method), []).append(
+                MovesRun(round_, *(int(x) for x in counts), int(p50_ns) / 1e6))
+
+
 def run_models(raw, run_info):
     """The run's preemption models, the first (the whole plan) first."""
     listed = run_info.get("models", "").split()
@@ -209,4 +233,5 @@ def load_run(raw, model=None):
     load_stall(raw, run)
     load_fleet(raw, run)
     load_invert(raw, run)
+    load_moves(raw, run)
     return run

@@ -4,9 +4,9 @@ import os
 
 from bench_report import NOTES_RE, STALL_CONDS, cond_label, fmt, size_label, verdict
 from bench_stats import (INVERT_MEAN_FACTOR, KERNELS, MAX_SLOWDOWN, MIN_SPEEDUP,
-                         SAME_BOOT_STOCK, SPEEDUP_CELL, STALL_CONTROL_FACTOR,
-                         STALL_EXCESS_FACTOR, median, percentile, ratio, readers_of,
-                         rss_key, stall_sizes)
+                         MOVES_METHODS, SAME_BOOT_STOCK, SPEEDUP_CELL, STALL_CONTROL_FACTOR,
+                         STALL_EXCESS_FACTOR, median, moves_cells, moves_verdicts, per_model,
+                         percentile, ratio, readers_of, rss_key, stall_sizes)
 
 # scripts/bench's preemption models: the kconfig option of each.
 MODEL_OPTIONS = {"voluntary": "CONFIG_PREEMPT_VOLUNTARY", "full": "CONFIG_PREEMPT",
@@ -200,6 +200,31 @@ def invert_bars(w, a):
           f"{verdict(max_ok)} ({fmt(s['max'])} against {fmt(control['max'])} µs).")
 
 
+def moves_label(mib, period_us):
+    every = f"every {period_us / 1e3:g} ms" if period_us else "in a tight loop"
+    return f"{mib} MiB moved {every}"
+
+
+def share(s):
+    return f"{fmt(100 * s['share'])}%"
+
+
+def moves_bars(w, run, a):
+    for model, f in per_model(run, a).items():
+        for v in moves_verdicts(f["moves"]):
+            s, st = v.series, v.stock
+            control = f["moves"].get(("series", v.mib, v.period_us, "status"))
+            w(f"- **Moves bar: series' wrong-read share at most stock's in the same boot, no "
+              f"read under the true Rss** ({moves_label(v.mib, v.period_us)}, {model} "
+              f"preemption): {verdict(v.met)}: series {s['wrong']} of {s['reads']} reads wrong "
+              f"({share(s)}), {s['under']} under; "
+              + ("stock's implementation in the same boot" if v.same_boot else
+                 "the stock kernel's smaps_rollup (no stock file in the series boot)")
+              + f" {st['wrong']} of {st['reads']} ({share(st)}), {st['under']} under"
+              + (f"; status control {control['wrong']} of {control['reads']}" if control else "")
+              + ". The goal: none wrong.")
+
+
 def cost_section(w, run, a):
     rows = [r for r in a["cost_rows"] if not rss_key(r["rss"])[1]]
     w("## Cost per read (medians, ms; TCG guest, emulated times)\n")
@@ -340,6 +365,37 @@ def invert_section(w, a):
       "calls. File: invert.csv.\n")
 
 
+def moves_section(w, run, a):
+    models = per_model(run, a)
+    if not any(f["moves"] for f in models.values()):
+        return
+    w("## Reads while the mapping moves (bench-moves)\n")
+    w("| model | cell | kernel | method | quiescent Rss kB | moves | reads | wrong | over | "
+      "under | wrong share | lowest / highest Rss read kB | read p50 ms |")
+    w("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+    for model, f in models.items():
+        for mib, period in moves_cells(f["moves"]):
+            for kernel in KERNELS:
+                for method in MOVES_METHODS:
+                    s = f["moves"].get((kernel, mib, period, method))
+                    if s:
+                        w(f"| {model} | {moves_label(mib, period)} | {kernel} | "
+                          f"{cond_label(method)} | {s['rss_kb']} | {s['moves']} | {s['reads']} | "
+                          f"{s['wrong']} | {s['over']} | {s['under']} | {share(s)} | "
+                          f"{s['min_kb']} / {s['max_kb']} | {fmt(s['read_p50_ms'], 3)} |")
+    w("\nA target's thread, pinned to vCPU 0, moves its private anonymous mapping "
+      "(MADV_NOHUGEPAGE, every page written) back and forth between two addresses with "
+      "mremap(MREMAP_MAYMOVE | MREMAP_FIXED), PTE by PTE (the addresses differ in their offset "
+      "within a PMD), in a tight loop or paced by clock_nanosleep; a reader pinned to vCPU 1 "
+      "reads the methods in turn for a fixed time. mremap keeps every page resident, so the "
+      "target's Rss never changes: a read is wrong when its Rss differs from the method's "
+      "quiescent one (read before the mover started, and read again after it stopped), over "
+      "when above it (the mapping counted at both addresses, in part or whole), under when "
+      "below (missed). `rollup` is the booted kernel's smaps_rollup, `stock file` stock's "
+      "implementation beside the series in the same boot, `status` VmRSS, the control (mm "
+      "counters, no walk). File: moves.csv.\n")
+
+
 def models_section(w, run, a):
     """Every preemption model side by side: layout cells, stall, inversion."""
     models = a.get("models")
@@ -349,7 +405,8 @@ def models_section(w, run, a):
     w("The same cells on kernels that differ only by preemption model: "
       + ", ".join(f"{m} ({MODEL_OPTIONS.get(m, '?')})" for m in models)
       + ". The first model ran the whole plan (the sections above); the others ran the "
-      "half-untouched and dense cost cells, the stall and the inversion (round 1). "
+      "half-untouched and dense cost cells, the stall, and the inversion and the moves "
+      "(round 1; the moves are in their own section). "
       f"Run with PREEMPT_STOCK={run.run_info.get('preempt_stock', '1')}"
       + (": the models other than voluntary have no stock kernel, only the same-boot "
          "comparison (stock's implementation beside the series)."
@@ -449,12 +506,14 @@ def readme(run, a, old_readme):
     cost_bars(w, run, a)
     stall_bars(w, a)
     invert_bars(w, a)
+    moves_bars(w, run, a)
     w("")
     cost_section(w, run, a)
     layout_section(w, run, a)
     fits_section(w, a)
     stall_section(w, a)
     invert_section(w, a)
+    moves_section(w, run, a)
     models_section(w, run, a)
     fleet_section(w, run, a)
     notes = None

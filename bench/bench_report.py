@@ -5,7 +5,8 @@ import os
 import re
 import subprocess
 
-from bench_stats import KERNELS, SAME_BOOT_STOCK, median, percentile, rss_key, stall_sizes
+from bench_stats import (KERNELS, SAME_BOOT_STOCK, median, per_model, percentile, rss_key,
+                         stall_sizes)
 
 LAYOUTS = {"": "spread", "h": "heap", "u": "half-untouched", "s": "shmem-swap", "d": "dense",
            "a": "anon-4k", "m": "anon-mthp"}
@@ -132,6 +133,12 @@ def write_csvs(out, run, a):
               ["kernel", "condition"] + [k if k in ("readers", "runs", "ops", "reads")
                                          else f"{k}_us" for k in invert_keys],
               [list(key) + [s[k] for k in invert_keys] for key, s in sorted(a["invert"].items())])
+    moves_keys = ("rss_kb", "rounds", "moves", "reads", "wrong", "over", "under", "share",
+                  "min_kb", "max_kb", "read_p50_ms")
+    write_csv(os.path.join(out, "moves.csv"),
+              ["model", "kernel", "mib", "period_us", "method"] + list(moves_keys),
+              [(m,) + key + tuple(s[k] for k in moves_keys)
+               for m, f in per_model(run, a).items() for key, s in sorted(f["moves"].items())])
     write_csv(os.path.join(out, "fleet.csv"), ["kernel", "method", "processes_spawned",
                                                 "pids_swept", "pids_read", "sweeps",
                                                 "median_ms", "p90_ms"],

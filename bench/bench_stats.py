@@ -1,5 +1,5 @@
-"""The figures of a scripts/bench run: medians, ratios, fits, the stall and
-inversion summaries and the bars (see bench/analyze.py).
+"""The figures of a scripts/bench run: medians, ratios, fits, the stall,
+inversion and moves summaries and the bars (see bench/analyze.py).
 
 Standard library only. Times: cost in ms, stall and inversion in µs.
 """
@@ -309,16 +309,82 @@ def invert_verdicts(summaries):
     return verdicts
 
 
+# ------------------------------------------------------------------ moves
+# bench-moves' methods, in the report's order: the series' file (on the
+# stock kernel: stock's), stock's beside it, the status control.
+MOVES_METHODS = ("rollup", SAME_BOOT_STOCK, "status")
+
+
+def moves_summaries(run):
+    """(kernel, mib, period_us, method) -> reads, wrong, over, under summed
+    over the rounds, the wrong share, and the median of the read medians."""
+    out = {}
+    for key, runs in run.moves.items():
+        s = {k: sum(getattr(r, k) for r in runs) for k in ("moves", "reads", "wrong", "over",
+                                                           "under")}
+        s.update(rounds=len(runs), rss_kb=runs[0].rss_kb, share=ratio(s["wrong"], s["reads"]),
+                 min_kb=min(r.min_kb for r in runs), max_kb=max(r.max_kb for r in runs),
+                 read_p50_ms=median([r.read_p50_ms for r in runs]))
+        out[key] = s
+    return out
+
+
+def moves_cells(summaries):
+    return sorted({k[1:3] for k in summaries}, key=lambda c: (c[1], -c[0]))
+
+
+@dataclass
+class MovesVerdict:
+    mib: int
+    period_us: int
+    series: dict
+    stock: dict             # stock's implementation in the same boot, else the stock kernel's
+    same_boot: bool
+
+    @property
+    def no_more_wrong(self):
+        return self.series["share"] <= self.stock["share"]
+
+    @property
+    def none_under(self):
+        return self.series["under"] == 0
+
+    @property
+    def met(self):
+        return self.no_more_wrong and self.none_under
+
+
+def moves_verdicts(summaries):
+    """The moves bar per cell: the series' wrong-read share at most stock's
+    in the same boot (else the stock kernel's, same preemption model), and
+    no series read under the true Rss."""
+    verdicts = []
+    for mib, period in moves_cells(summaries):
+        series = summaries.get(("series", mib, period, "rollup"))
+        same_boot = summaries.get(("series", mib, period, SAME_BOOT_STOCK))
+        stock = same_boot or summaries.get(("stock", mib, period, "rollup"))
+        if series and stock:
+            verdicts.append(MovesVerdict(mib, period, series, stock, bool(same_boot)))
+    return verdicts
+
+
 # ------------------------------------------------------- preemption models
 # The layouts whose cost cells every preemption model runs (scripts/bench).
 MODEL_LAYOUTS = ("u", "d")
 
 
 def model_figures(run):
-    """What a preemption model's boots show: stall and inversion summaries,
-    and the cost rows of the half-untouched and dense cells."""
+    """What a preemption model's boots show: stall, inversion and moves
+    summaries, and the cost rows of the half-untouched and dense cells."""
     return dict(stall=stall_summaries(run), invert=invert_summaries(run),
+                moves=moves_summaries(run),
                 cost_rows=[r for r in cost_rows(run) if rss_key(r["rss"])[1] in MODEL_LAYOUTS])
+
+
+def per_model(run, figures):
+    """model -> its figures: every model's (figures["models"]), or the one
+    model's of a run that had one."""
+    return figures.get("models") or {run.model: figures}
 
 
 # ------------------------------------------------------------------ fleet

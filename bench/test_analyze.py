@@ -152,6 +152,35 @@ class AnalyzeTest(Analysed):
         self.assertIn("| full | 16000:128h | 1 | 1000 | 1200 | 1.20 | 200 | 1000 |", self.readme)
         self.assertTrue(os.path.exists(os.path.join(self.out, "models-stall.csv")))
 
+    def test_moves(self):
+        moves = self.figures["moves"]
+        stock_file = moves[("series", 64, 0, bench_stats.SAME_BOOT_STOCK)]
+        self.assertEqual((stock_file["reads"], stock_file["wrong"], stock_file["over"],
+                          stock_file["under"]), (1000, 10, 6, 4))
+        self.assertAlmostEqual(stock_file["share"], 0.01)
+        self.assertAlmostEqual(stock_file["read_p50_ms"], 1.5)
+        self.assertEqual(moves[("stock", 64, 0, "rollup")]["under"], 5)
+        verdicts = {(v.mib, v.period_us): v for v in bench_stats.moves_verdicts(moves)}
+        self.assertEqual(set(verdicts), {(64, 0), (16, 1000)})
+        self.assertTrue(verdicts[(64, 0)].met and verdicts[(64, 0)].same_boot)
+        self.assertFalse(verdicts[(16, 1000)].no_more_wrong)
+        self.assertTrue(verdicts[(16, 1000)].none_under)
+        (full,) = bench_stats.moves_verdicts(self.figures["models"]["full"]["moves"])
+        self.assertEqual((full.series["under"], full.met), (1, False))
+        self.assertIn("- **Moves bar: series' wrong-read share at most stock's in the same "
+                      "boot, no read under the true Rss** (64 MiB moved in a tight loop, "
+                      "voluntary preemption): met: series 0 of 1000 reads wrong (0.00%), 0 "
+                      "under; stock's implementation in the same boot 10 of 1000 (1.00%), 4 "
+                      "under; status control 0 of 1000.", self.readme)
+        self.assertIn("(16 MiB moved every 1 ms, voluntary preemption): MISSED", self.readme)
+        self.assertIn("(64 MiB moved in a tight loop, full preemption): MISSED", self.readme)
+        self.assertIn("| full | 64 MiB moved in a tight loop | series | rollup | 66588 | 1600 | "
+                      "800 | 8 | 7 | 1 | 1.00% | 1052 / 132124 | 1.500 |", self.readme)
+        with open(os.path.join(self.out, "moves.csv")) as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual(len(rows), 12)
+        self.assertEqual({r["model"] for r in rows}, {"voluntary", "full"})
+
     def test_percentile(self):
         self.assertEqual(bench_stats.percentile([3, 1, 2, 4], 0.5), 2)
         self.assertEqual(bench_stats.percentile(list(range(1, 101)), 0.99), 99)
@@ -222,9 +251,23 @@ class RecordedRunTest(Analysed):
         self.assertAlmostEqual(invert["mean"], (mmap_mean + munmap_mean) / 2)
         self.assertAlmostEqual(invert["max"], max(mmap_max, munmap_max))
 
+    def test_moves_match_the_guest_lines(self):
+        """Every bench-moves line, same-boot stock file included, is a summary."""
+        lines = 0
+        for kernel in ("stock", "series"):
+            for mib, period, method, _, _, *counts, _, _, _ in raw_rows(f"moves-{kernel}-r1",
+                                                                        "moves"):
+                s = self.figures["moves"][(kernel, int(mib), int(period), method)]
+                self.assertEqual([s[k] for k in ("reads", "wrong", "over", "under")],
+                                 [int(x) for x in counts], (kernel, mib, method))
+                lines += 1
+        self.assertEqual(lines, len(self.figures["moves"]))
+        self.assertIn(("series", 64, 0, bench_stats.SAME_BOOT_STOCK), self.figures["moves"])
+        self.assertEqual(len(bench_stats.moves_verdicts(self.figures["moves"])), 2)
+
     def test_readme(self):
         self.assertIn("plan **quick**, 1 round(s)", self.readme)
-        self.assertIn("| series-r1 | 6.12.117-bench #2", self.readme)
+        self.assertIn("| series-r1 | 6.12.117-bench #1", self.readme)
         self.assertTrue(os.path.exists(os.path.join(self.out, "fleet.csv")))
 
 

@@ -153,10 +153,10 @@ first_kernel_report() {
 # kcsan_reports LOG: one line per distinct KCSAN report of LOG (by its
 # "BUG: KCSAN:" line), in order: "smaps FUNC vs FUNC" when the functions
 # of that line or of the stacks of the report mention smaps, task_mmu or
-# lock_next_vma (smaps_rollup's code), else "other FUNC vs FUNC". The
+# mm_pgtable_move (smaps_rollup's code), else "other FUNC vs FUNC". The
 # task's name (Comm:) and the other lines of the report do not count.
 kcsan_reports() {
-	awk 'function mine(s) { return s ~ /smaps|task_mmu|lock_next_vma/ }
+	awk 'function mine(s) { return s ~ /smaps|task_mmu|pgtable_move/ }
 		{ line = $0; sub(/^\[ *[0-9.]+\] /, "", line) }
 		in_report && line ~ /====================/ { in_report = 0; next }
 		match(line, /BUG: KCSAN: /) {

@@ -19,11 +19,19 @@ bench/test_analyze.py knows every result:
   rollup:1 means 54/55/70, max 400/450/900; stock status:1 as series',
   stock rollup:1 means 190/200/210, max 5000.
 - fleet: rollup sweeps series 10 and 12 ms, stock 10 ms; status 5 ms.
+- moves (reads, over, under): 64 MiB in a tight loop, series rollup
+  1000, 0, 0, stock's file in the series boot 1000, 6, 4 (bar met);
+  16 MiB every 1 ms, series 1000, 2, 0, stock's file 1000, 1, 0 (bar
+  missed: 0.2% against 0.1%); status 1000, 0, 0 in both; the stock
+  kernel's rollup 500, 0, 5 (64 MiB) and 500, 0, 0 (16 MiB); reads take
+  1.5 ms.
 - model full (files KERNEL-full-r1): cells 4000:16u and 4000:16d, series
   rollup 0.9, stock 1.2 (0.75), stock's file in the series boot 1.0
   (0.9), maps 1.0; stall 16000:128h, status:1 1000 µs on both, series
   rollup:1 1200, stock rollup:1 4000, stock's file 2000; inversion, one
-  run each: status:1 mean 50, max 500, series rollup:1 mean 60, max 600.
+  run each: status:1 mean 50, max 500, series rollup:1 mean 60, max 600;
+  moves, 64 MiB in a tight loop only: series rollup 800, 7, 1, stock's
+  file 800, 4, 0 (bar missed), no stock kernel figures.
 
 Run it again after changing the raw format; it overwrites the files.
 """
@@ -97,6 +105,17 @@ def invert(kernel, conds):
            for cond, runs in conds.items() for run, (mean, peak) in enumerate(runs, 1)])
 
 
+def moves(kernel, reads):
+    """(mib, period_us, method) -> (reads, over, under)."""
+    lines = []
+    for (mib, period, method), (n, over, under) in reads.items():
+        rss = mib * 1024 + 1052
+        lines.append(f"moves,{mib},{period},{method},{rss},{n * 2},{n},{over + under},{over},"
+                     f"{under},{rss - mib * 1024 if under else rss},"
+                     f"{rss + mib * 1024 if over else rss},1500000")
+    write(f"moves-{kernel}-r1.csv", lines)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     write("run.txt", ["plan,quick", "rounds,1", "models,voluntary full", "preempt_stock,1",
@@ -128,6 +147,11 @@ def main():
                      "rollup:1": [(190, 5000), (200, 5000), (210, 5000)]})
     invert("series", {"status:1": [(50, 500)] * 3,
                       "rollup:1": [(54, 400), (55, 450), (70, 900)]})
+    moves("series", {(64, 0, "rollup"): (1000, 0, 0), (64, 0, SAME_BOOT): (1000, 6, 4),
+                     (64, 0, "status"): (1000, 0, 0), (16, 1000, "rollup"): (1000, 2, 0),
+                     (16, 1000, SAME_BOOT): (1000, 1, 0), (16, 1000, "status"): (1000, 0, 0)})
+    moves("stock", {(64, 0, "rollup"): (500, 0, 5), (64, 0, "status"): (500, 0, 0),
+                    (16, 1000, "rollup"): (500, 0, 0), (16, 1000, "status"): (500, 0, 0)})
     # Model full: its reduced plan.
     for kernel, rollup in (("stock", 1.2), ("series", 0.9)):
         write(f"cost-{kernel}-full-r1.csv",
@@ -138,6 +162,7 @@ def main():
                           f"{SAME_BOOT}:1": 2000})
     invert("stock-full", {"status:1": [(50, 500)], "rollup:1": [(300, 6000)]})
     invert("series-full", {"status:1": [(50, 500)], "rollup:1": [(60, 600)]})
+    moves("series-full", {(64, 0, "rollup"): (800, 7, 1), (64, 0, SAME_BOOT): (800, 4, 0)})
 
 
 if __name__ == "__main__":

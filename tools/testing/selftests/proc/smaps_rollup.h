@@ -2,7 +2,9 @@
 /*
  * Helpers shared by the smaps_rollup-*.c selftests.
  *
- * Parsing: smaps_rollup_format.h.
+ * Parsing: smaps_rollup_format.h.  Seeing where a read stopped and
+ * restarted: smaps_rollup_trace.h.  Readers racing a target that churns its
+ * address space: smaps_rollup_race.h.
  *
  * Targets.  Exact expectations need a process whose memory nothing else
  * touches.  A forked child is not enough: every page it shares with its
@@ -51,6 +53,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -711,212 +714,86 @@ static inline void sr_fill_distinct(char *p, size_t len)
 	}
 }
 
-/*
- * --- Seeing a read stop within a VMA, with tracefs ---
- *
- * smaps_rollup walks most VMAs holding no lock, reading their page tables
- * one at a time as GUP-fast does, and goes on from the top after each
- * table.  The others it counts under the VMA's own read lock (under
- * mmap_lock if it cannot have that one), and stops within the VMA when a
- * writer waits for the lock it holds or the reader should reschedule: it
- * lets go of the lock and looks the VMA up again at the address it stopped
- * at.  Whether a read() did either is invisible in its output, but each
- * stop fires the trace event proc/smaps_rollup_walk_stop (CONFIG_TRACING)
- * in the reading task, with fields mm, addr (where the walk goes on) and
- * lock (what it held: "vma", "mmap_lock", or "none" for the lockless
- * walk).  The events go to a tracefs instance of our own, filtered on the
- * reading task, so that nothing else that traces is disturbed.
- */
-#define SR_TRACEFS	"/sys/kernel/tracing"
-#define SR_STOP_EVENT	"events/proc/smaps_rollup_walk_stop"
-#define SR_STOP_MARK	"smaps_rollup_walk_stop: "
+/* --- Helpers of the totals tests (smaps_rollup-totals*.c) --- */
 
-struct sr_stop_trace {
-	char dir[96];		/* the tracefs instance, "" if none */
-	int pipe;		/* its trace_pipe, non-blocking; -1 if none */
-	unsigned long lo, hi;	/* count stops at [lo, hi) only; hi 0: all */
-	size_t len;		/* bytes of a line carried over in buf */
-	char buf[16384];
-};
-
-static inline void sr_stop_trace_init(struct sr_stop_trace *st)
+/* Keep khugepaged and THP faults out of 4 kB-page workloads: 0 or -errno. */
+static inline int sr_nohuge(void *addr, size_t len)
 {
-	st->dir[0] = 0;
-	st->pipe = -1;
-	st->lo = 0;
-	st->hi = 0;
-	st->len = 0;
+	return madvise(addr, len, MADV_NOHUGEPAGE) ? -errno : 0;
+}
+
+/* Anonymous memory of 4 kB pages, @flags MAP_PRIVATE or MAP_SHARED. */
+static inline int sr_map_anon(char **addr, size_t len, int flags)
+{
+	int ret = sr_mmap((void **)addr, len, PROT_READ | PROT_WRITE,
+			  flags | MAP_ANONYMOUS, -1);
+
+	return ret ?: sr_nohuge(*addr, len);
 }
 
 /*
- * Remove the instance; a process other than the one that started the
- * trace (a fixture's parent) may, once that one has exited.
+ * mlock(), raising RLIMIT_MEMLOCK to its hard limit if that helps: 0 or
+ * -errno (ENOMEM or EPERM for a limit too low without CAP_IPC_LOCK).
  */
-static inline void sr_stop_trace_remove(struct sr_stop_trace *st)
+static inline int sr_lock_range(void *addr, size_t len)
 {
-	if (st->dir[0])
-		rmdir(st->dir);
-	st->dir[0] = 0;
+	struct rlimit rl;
+	int err;
+
+	if (!mlock(addr, len))
+		return 0;
+	err = errno;
+	if ((err != ENOMEM && err != EPERM) || getrlimit(RLIMIT_MEMLOCK, &rl) ||
+	    rl.rlim_cur == rl.rlim_max)
+		return -err;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_MEMLOCK, &rl))
+		return -err;
+	return mlock(addr, len) ? -errno : 0;
 }
 
-/* Stop recording and remove the instance. */
-static inline void sr_stop_trace_stop(struct sr_stop_trace *st)
+/* A target step that failed because mlock() was refused. */
+static inline bool sr_mlock_refused(int ret)
 {
-	if (st->pipe >= 0)
-		close(st->pipe);
-	st->pipe = -1;
-	sr_stop_trace_remove(st);
+	return ret == -EPERM || ret == -ENOMEM || ret == -EAGAIN;
 }
 
-/* The tracefs instance for task @tid, created: 0, or -1 with the reason. */
-static inline int sr_stop_trace_instance(struct sr_stop_trace *st, pid_t tid,
-					 char *why, size_t size)
+static inline void sr_assert_start(struct __test_metadata *_metadata,
+				   struct sr_target *t, const char *name,
+				   long arg)
 {
-	struct stat st_buf;
+	ASSERT_EQ(0, sr_target_start(t, name, arg))
+		TH_LOG("cannot start target '%s'", name);
+}
 
-	if (stat(SR_TRACEFS "/instances", &st_buf) &&
-	    mount("tracefs", SR_TRACEFS, "tracefs", 0, NULL)) {
-		snprintf(why, size, "no tracefs at %s, mount: %s (CONFIG_TRACING? root?)",
-			 SR_TRACEFS, strerror(errno));
-		return -1;
-	}
-	snprintf(st->dir, sizeof(st->dir),
-		 SR_TRACEFS "/instances/smaps_rollup-%d", tid);
-	if (mkdir(st->dir, 0700)) {
-		snprintf(why, size, "cannot create tracefs instance %s: %s",
-			 st->dir, strerror(errno));
-		st->dir[0] = 0;
-		return -1;
-	}
-	return 0;
+static inline void sr_assert_step(struct __test_metadata *_metadata,
+				  struct sr_target *t, int step,
+				  unsigned long *val)
+{
+	int ret = sr_target_step(t, step, val);
+
+	ASSERT_EQ(0, ret) TH_LOG("target step %d: %s", step, strerror(-ret));
+}
+
+static inline void sr_assert_read(struct __test_metadata *_metadata,
+				  pid_t pid, struct sr_rollup *r)
+{
+	ASSERT_EQ(0, sr_read_rollup_stable(pid, r)) TH_LOG("%s", sr_error);
 }
 
 /*
- * Start recording the stops of the reads by task @tid.  Returns 0, or -1,
- * with nothing left behind, and the reason (tracefs or the event missing,
- * not root) in @why.
+ * The change of every field that writing @kb of private anonymous memory
+ * makes (or, with @kb < 0, that unmapping it makes): only that.
  */
-static inline int sr_stop_trace_start(struct sr_stop_trace *st, pid_t tid,
-				      char *why, size_t size)
+static inline void sr_want_private_anon(long long *want, long long kb)
 {
-	char path[192], filter[64];
-	struct stat st_buf;
-	int ret;
-
-	sr_stop_trace_init(st);
-	if (sr_stop_trace_instance(st, tid, why, size))
-		return -1;
-	snprintf(path, sizeof(path), "%s/" SR_STOP_EVENT, st->dir);
-	if (stat(path, &st_buf)) {
-		snprintf(why, size, "no trace event %s: %s",
-			 "proc/smaps_rollup_walk_stop",
-			 "a kernel without it, or CONFIG_TRACING off");
-		goto fail;
-	}
-	snprintf(path, sizeof(path), "%s/" SR_STOP_EVENT "/filter", st->dir);
-	snprintf(filter, sizeof(filter), "common_pid == %d", tid);
-	ret = sr_write_str(path, filter);
-	snprintf(path, sizeof(path), "%s/" SR_STOP_EVENT "/enable", st->dir);
-	ret = ret ?: sr_write_str(path, "1");
-	if (ret) {
-		snprintf(why, size, "cannot filter and enable %s: %s",
-			 SR_STOP_EVENT, strerror(-ret));
-		goto fail;
-	}
-	snprintf(path, sizeof(path), "%s/trace_pipe", st->dir);
-	st->pipe = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (st->pipe < 0) {
-		snprintf(why, size, "cannot open %s: %s", path, strerror(errno));
-		goto fail;
-	}
-	return 0;
-fail:
-	sr_stop_trace_stop(st);
-	return -1;
-}
-
-/* What a walk held when it stopped, as the event's field lock says. */
-enum sr_held { SR_HELD_MMAP_LOCK, SR_HELD_VMA_LOCK, SR_HELD_NONE, SR_NR_HELD };
-
-static const char *const sr_held_names[SR_NR_HELD] = {
-	[SR_HELD_MMAP_LOCK] = "mmap_lock",
-	[SR_HELD_VMA_LOCK] = "vma",
-	[SR_HELD_NONE] = "none",
-};
-
-/*
- * The stop an event line shows, if it is one at [lo, hi): what the walk
- * held (enum sr_held); -1 if none.
- */
-static inline int sr_stop_trace_line(const struct sr_stop_trace *st,
-				     const char *line)
-{
-	const char *p = strstr(line, SR_STOP_MARK), *addr, *lock;
-	unsigned long a;
-	int held;
-
-	addr = p ? strstr(p, " addr=") : NULL;
-	lock = p ? strstr(p, " lock=") : NULL;
-	if (!addr || !lock)
-		return -1;
-	a = strtoul(addr + strlen(" addr="), NULL, 16);
-	if (st->hi && (a < st->lo || a >= st->hi))
-		return -1;
-	lock += strlen(" lock=");
-	for (held = 0; held < SR_NR_HELD; held++) {
-		size_t len = strlen(sr_held_names[held]);
-
-		if (!strncmp(lock, sr_held_names[held], len) &&
-		    (!lock[len] || lock[len] == ' '))
-			return held;
-	}
-	return -1;
-}
-
-/*
- * How many times the reads of the task stopped within a VMA, at an address
- * in [lo, hi), since the last call (or the start); of those, how many with
- * each enum sr_held in @held[] (if not NULL).  Call it right before a read()
- * of smaps_rollup, to forget what came before, and right after it.  Returns
- * the count, or -errno.
- */
-static inline int sr_stop_trace_count(struct sr_stop_trace *st,
-				      int held[SR_NR_HELD])
-{
-	int count = 0, by_held[SR_NR_HELD] = { 0 }, h;
-	char *line, *nl;
-	ssize_t n;
-
-	for (;;) {
-		n = read(st->pipe, st->buf + st->len,
-			 sizeof(st->buf) - 1 - st->len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			break;
-		if (n < 0)
-			return -errno;
-		if (!n)
-			break;
-		st->len += n;
-		st->buf[st->len] = 0;
-		for (line = st->buf; (nl = strchr(line, '\n')); line = nl + 1) {
-			*nl = 0;
-			h = sr_stop_trace_line(st, line);
-			if (h >= 0) {
-				count++;
-				by_held[h]++;
-			}
-		}
-		st->len = st->buf + st->len - line;
-		/* A line that fills the buffer is no event line: drop it. */
-		if (st->len == sizeof(st->buf) - 1)
-			st->len = 0;
-		memmove(st->buf, line, st->len);
-	}
-	if (held)
-		memcpy(held, by_held, sizeof(by_held));
-	return count;
+	sr_delta_init(want);
+	want[SR_RSS] = kb;
+	want[SR_PSS] = kb;
+	want[SR_PSS_DIRTY] = kb;
+	want[SR_PSS_ANON] = kb;
+	want[SR_PRIVATE_DIRTY] = kb;
+	want[SR_ANONYMOUS] = kb;
 }
 
 #endif /* SELFTESTS_PROC_SMAPS_ROLLUP_H */
