@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
-# Where the hand-written programs (bench/, guest/stress/) and
-# scripts/sample/rollup.py find the smaps_rollup format header,
+# Where the hand-written programs (guest/bench/, guest/stress/) and
+# guest/sample/rollup.py find the smaps_rollup format header,
 # smaps_rollup_format.h: decided here, in this one place.
 #
 # The header is part of the series (patch 12, the selftests). Its one copy
@@ -10,9 +10,10 @@
 # their Makefiles add $(FORMAT_CPPFLAGS); rollup.py reads the
 # SMAPS_FORMAT_DIR line below. To build against another version of the
 # header (a kernel tree's, say), override SMAPS_FORMAT_DIR:
-#   make -C bench SMAPS_FORMAT_DIR=$HOME/linux/tools/testing/selftests/proc
+#   make -C guest/bench SMAPS_FORMAT_DIR=$HOME/linux/tools/testing/selftests/proc
 
-FORMAT_TOP := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
-SMAPS_FORMAT_DIR ?= $(FORMAT_TOP)/tools/testing/selftests/proc
+# The repository's top directory: this file is in guest/.
+REPO_TOP := $(abspath $(dir $(abspath $(lastword $(MAKEFILE_LIST))))..)
+SMAPS_FORMAT_DIR ?= $(REPO_TOP)/tools/testing/selftests/proc
 FORMAT_H := $(SMAPS_FORMAT_DIR)/smaps_rollup_format.h
 FORMAT_CPPFLAGS := -iquote $(SMAPS_FORMAT_DIR)

@@ -8,13 +8,13 @@
 table:   print the rollup verbatim, then field | rollup | sum over smaps |
          verdict, and check the rollup's format against stock 6.12
          (../shared/NOTES.md §3).
-         With --sample it starts BIN (scripts/sample), waits for its "ready",
+         With --sample it starts BIN (guest/sample), waits for its "ready",
          also checks the sizes BIN reports, and ends BIN afterwards.
          Exit 0 all agree, 1 something differs, 2 error, 3 no smaps_rollup.
 compare: the oracle: line-by-line shape of two saved rollups, and their
          values (see FIXED).  Exit 0 same, 1 differ.
 
-Called by scripts/rollup-table and scripts/oracle; keep it to the system
+Called by guest/rollup-table (in the guest) and scripts/oracle (on the host); keep it to the system
 python3 and its standard library.
 """
 import errno
@@ -31,7 +31,7 @@ def fail(msg, code=2):
 
 # The format (../shared/NOTES.md §3) is read from the C header that the
 # selftests, the stress and the bench programs share,
-# smaps_rollup_format.h, found where format.mk says (SMAPS_FORMAT_DIR;
+# smaps_rollup_format.h, found where guest/format.mk says (SMAPS_FORMAT_DIR;
 # the environment variable of that name overrides it, as it does for
 # make): labels in order, each padded to a fixed prefix; the number
 # right-aligned to a fixed width so that it ends at one column, then " kB";
@@ -40,14 +40,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def format_header_path():
-    """smaps_rollup_format.h as format.mk locates it."""
+    """smaps_rollup_format.h as guest/format.mk locates it."""
     if os.environ.get("SMAPS_FORMAT_DIR"):
         d = os.environ["SMAPS_FORMAT_DIR"]
     else:
-        with open(os.path.join(ROOT, "format.mk")) as f:
-            m = re.search(r"^SMAPS_FORMAT_DIR \?= \$\(FORMAT_TOP\)/(\S+)$", f.read(), re.M)
+        with open(os.path.join(ROOT, "guest", "format.mk")) as f:
+            m = re.search(r"^SMAPS_FORMAT_DIR \?= \$\(REPO_TOP\)/(\S+)$", f.read(), re.M)
         if not m:
-            fail("format.mk has no line SMAPS_FORMAT_DIR ?= $(FORMAT_TOP)/DIR")
+            fail("guest/format.mk has no line SMAPS_FORMAT_DIR ?= $(REPO_TOP)/DIR")
         d = os.path.join(ROOT, m.group(1))
     return os.path.join(d, "smaps_rollup_format.h")
 

@@ -7,8 +7,8 @@
  *
  * It maps and touches:
  *   16 MiB private anonymous memory, written;
- *    8 MiB of FILE (default: argv[0] with ".data" appended; scripts/sample/
- *          build makes it) mapped private read-only and read through; FILE
+ *    8 MiB of FILE (default: argv[0] with ".data" appended; scripts/build-sample
+ *          makes it) mapped private read-only and read through; FILE
  *          is opened read-only, so it can live on the guest's read-only host
  *          root, and fsync'ed so its page cache is clean; it must not be on
  *          tmpfs (that would count as Shmem) nor be mapped by anyone else;

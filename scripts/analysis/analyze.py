@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Summarise a scripts/bench run: CSVs, gnuplot PNGs and README.md.
 
-    bench/analyze.py RAW_DIR RESULTS_DIR
+    scripts/analysis/analyze.py RAW_DIR RESULTS_DIR
 
 RAW_DIR is what the guests wrote (cost-*.csv, stall-*.csv and the stall
 records stall-*.bin, invert-*.csv, moves-*.csv, fleet-*.csv, meta-*.txt,

@@ -1,4 +1,4 @@
-"""Load the raw output of a scripts/bench run (see bench/analyze.py).
+"""Load the raw output of a scripts/bench run (see scripts/analysis/analyze.py).
 
 RAW_DIR holds, per boot TAG = KERNEL-rROUND: meta-TAG.txt, cost-TAG.csv,
 stall-TAG.csv with the target's per-operation records
@@ -61,7 +61,7 @@ class InvertRun:
 
 @dataclass
 class MovesRun:
-    """One method of one bench-moves cell of one boot (bench/moves.c)."""
+    """One method of one bench-moves cell of one boot (guest/bench/moves.c)."""
     round: int
     rss_kb: int                 # quiescent: the truth
     moves: int

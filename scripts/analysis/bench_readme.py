@@ -1,4 +1,4 @@
-"""results/README.md of a scripts/bench run (see bench/analyze.py)."""
+"""results/README.md of a scripts/bench run (see scripts/analysis/analyze.py)."""
 import math
 import os
 
@@ -36,8 +36,8 @@ def setup_section(w, run, a):
          "Preemption models)" if len(run.models) > 1 else "") + ".")
     cpus = sorted({m.get("cpus", "?") for m in run.metas.values()})
     w(f"- Guest: `scripts/vm-run -m {info.get('guest_mem_mib')} -c 2`, TCG, `-cpu max`; "
-      f"CPUs online in the guest: {', '.join(cpus)}; the programs in bench/ are static "
-      "(bench/Makefile).")
+      f"CPUs online in the guest: {', '.join(cpus)}; the programs in guest/bench/ are static "
+      "(guest/bench/Makefile).")
     if "1" in cpus:
         w("- **The guest saw one CPU**: nothing could be pinned, so the stall and inversion "
           "figures measure CPU sharing between target, readers and busy task as much as "
@@ -46,7 +46,7 @@ def setup_section(w, run, a):
     same_boot = sorted(t for t, m in run.metas.items() if m.get("same_boot"))
     w("- Same-boot comparison (/proc/PID/smaps_rollup_stock, stock's implementation in the "
       "series kernel): " + (", ".join(same_boot) if same_boot else "not available in these kernels") + ".")
-    w("- Target (bench/target.c): the VMA count includes the process's own few; resident "
+    w("- Target (guest/bench/target.c): the VMA count includes the process's own few; resident "
       "memory is half anonymous (MADV_NOHUGEPAGE, so 4 KiB PTEs), a quarter file-backed (a "
       "sparse file on the 9p scratch mount, read-faulted), a quarter shmem (memfd). Each "
       "mapping is followed by a hole so none merge; with more mappings than resident pages "

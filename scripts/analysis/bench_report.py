@@ -1,5 +1,5 @@
 """Write a scripts/bench run's CSVs, gnuplot PNGs and README.md (see
-bench/analyze.py)."""
+scripts/analysis/analyze.py)."""
 import math
 import os
 import re

@@ -1,5 +1,5 @@
 """The figures of a scripts/bench run: medians, ratios, fits, the stall,
-inversion and moves summaries and the bars (see bench/analyze.py).
+inversion and moves summaries and the bars (see scripts/analysis/analyze.py).
 
 Standard library only. Times: cost in ms, stall and inversion in µs.
 """
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 KERNELS = ("stock", "series")
 # The stock implementation beside the series in a bench-only kernel: a
-# cost method and a stall/inversion condition prefix (bench/common.h).
+# cost method and a stall/inversion condition prefix (guest/bench/common.h).
 SAME_BOOT_STOCK = "rollup=smaps_rollup_stock"
 
 # The bars (the series issues' targets).

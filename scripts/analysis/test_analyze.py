@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""Unit test of bench/analyze.py on bench/testdata/run, a small raw run
-whose figures bench/testdata/synthesise.py chose (see its docstring), and
-on bench/testdata/quick, the raw output of a real `QUICK=1 scripts/bench`
-(guest/bench in real guests, the bzImage copies left out): the figures
+"""Unit test of analyze.py on testdata/run, a small raw run whose figures
+testdata/synthesise.py chose (see its docstring), and on testdata/quick,
+the raw output of a real `QUICK=1 scripts/bench` (guest/bench/measure in
+real guests, the kernel copies left out): the figures
 analyze.py derives from it are checked against the raw CSVs read here
 with the csv module, so that the real format drifting from what
 bench_load.py reads fails here.
 
-    cd bench && python3 -m unittest -v test_analyze     (or make -C bench check)
+    cd scripts/analysis && python3 -m unittest -v test_analyze     (or scripts/tests/run)
 """
 import contextlib
 import csv
@@ -200,7 +200,7 @@ def raw_median_ms(name, vmas, rss, method):
 
 
 class RecordedRunTest(Analysed):
-    """analyze.py on a real QUICK=1 run (bench/testdata/quick)."""
+    """analyze.py on a real QUICK=1 run (testdata/quick)."""
     RAW_DIR = RECORDED
 
     def test_run_file(self):

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Unit test of scripts/sample/rollup.py on smaps_rollup and smaps recorded
+"""Unit test of guest/sample/rollup.py on smaps_rollup and smaps recorded
 in real guests: the oracle's files of a `make test` run (stage oracle:
 the sample on the stock and the series kernel), in testdata/oracle/.
 
@@ -11,7 +11,7 @@ import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "sample"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "guest", "sample"))
 import rollup  # noqa: E402
 
 DATA = os.path.join(HERE, "testdata", "oracle")

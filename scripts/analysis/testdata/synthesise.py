@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Write bench/testdata/run/: a small raw scripts/bench run in the real
+"""Write scripts/analysis/testdata/run/: a small raw scripts/bench run in the real
 format (QUICK plan, one round, stock and series kernels, the series one
 with /proc/PID/smaps_rollup_stock, in two preemption models: voluntary,
 the whole plan, and full, its reduced plan), with figures chosen so that
-bench/test_analyze.py knows every result:
+test_analyze.py knows every result:
 
 - cost, ms: series rollup 2.0 at 4,000 VMAs and 8.0 at 16,000 (16 MiB),
   4.0 at 4,000 VMAs and 64 MiB; stock 1.6, 6.4 and 3.2 (series/stock
