@@ -5,7 +5,7 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Large, reusable things (kernel git tree, object dirs, ccache) live outside
 # the repository so a fresh clone reuses them. Override with SMAPS_CACHE.
 CACHE=${SMAPS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/smaps-rollup}
-KSRC=$CACHE/linux            # git repository: branches stock, base, series
+KSRC=$CACHE/linux            # git repository: branches stock, base, series, stock-beside
 KOUT=$CACHE/out              # kbuild output directories, one per variant
 # Small per-checkout artefacts (initramfs, logs, results of a run).
 BUILD=$REPO/build
@@ -17,28 +17,60 @@ export CCACHE_DIR=$CACHE/ccache
 # patch-id diffs the commit with it too.
 PATCH_DIFF=--histogram
 
-# The kernel variants (name, branch, config fragments): scripts/variants.
-VARIANTS=$REPO/scripts/variants
+# What defines a kernel: kernels/ (the variants, the preemption models,
+# the config fragments, the stock-beside patch). The removal patch is
+# base/ and the series' inputs series/, beside patches/.
+KERNELS=$REPO/kernels
+VARIANTS=$KERNELS/variants
+MODELS=$KERNELS/models
+
+# table_lines FILE: the lines of a table of kernels/, without comments.
+table_lines() { awk '!/^#/ && NF' "$1"; }
 
 # variant_names: every variant, one per line, in the order of the table.
-variant_names() { awk '!/^#/ && NF { print $1 }' "$VARIANTS"; }
+variant_names() { table_lines "$VARIANTS" | awk '{ print $1 }'; }
 
-# variant_field VARIANT N: field N of VARIANT's line (2 branch,
-# 3 fragments); fails for an unknown variant.
+# variant_field VARIANT N: field N of VARIANT's line (2 branch, 3 role,
+# 4 model, 5 bench, 6 fragments); fails for an unknown variant.
 variant_field() {
-	awk -v v="$1" -v n="$2" '!/^#/ && $1 == v { print $n; found = 1 }
-		END { exit !found }' "$VARIANTS"
+	table_lines "$VARIANTS" | awk -v v="$1" -v n="$2" '$1 == v { print $n; found = 1 }
+		END { exit !found }'
 }
 
 # variant_branch VARIANT: the branch of the kernel tree it is built from.
 variant_branch() { variant_field "$1" 2; }
 
+# variant_role VARIANT: stock, base or series.
+variant_role() { variant_field "$1" 3; }
+
+# variant_model VARIANT: its preemption model (kernels/models).
+variant_model() { variant_field "$1" 4; }
+
 # variant_fragments VARIANT: the paths of its config fragments, in order,
 # one per line.
 variant_fragments() {
 	local f
-	f=$(variant_field "$1" 3) || return 1
-	tr ',' '\n' <<<"$f" | sed "s|^|$REPO/configs/|"
+	f=$(variant_field "$1" 6) || return 1
+	tr ',' '\n' <<<"$f" | sed "s|^|$KERNELS/configs/|"
+}
+
+# bench_variant ROLE MODEL: the variant that scripts/bench boots as ROLE
+# (stock or series) in preemption model MODEL; fails unless there is
+# exactly one.
+bench_variant() {
+	table_lines "$VARIANTS" | awk -v role="$1" -v model="$2" '
+		$3 == role && $4 == model && $5 == "yes" { print $1; n++ }
+		END { exit n != 1 }'
+}
+
+# model_names: the preemption models, one per line, the default first.
+model_names() { table_lines "$MODELS" | awk '{ print $1 }'; }
+
+# model_option MODEL: the kconfig option a kernel of MODEL has set; fails
+# for an unknown model.
+model_option() {
+	table_lines "$MODELS" | awk -v m="$1" '$1 == m { print $2; found = 1 }
+		END { exit !found }'
 }
 
 # kernel_out VARIANT: the kbuild output directory of a variant. With
