@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "smaps_rollup_format.h"
+#include "records.h"
 
 __attribute__((unused)) static void die(const char *fmt, ...)
 {

@@ -15,6 +15,7 @@
  * preempts them. COND is "none", "status:N" (the control), "rollup:N" or
  * "rollup=FILE:N" (smaps_rollup_stock), as for bench-stall. Prints per run:
  *   invert,COND,READERS,RUN,OPS,MMAP_MEAN,MMAP_MAX,MUNMAP_MEAN,MUNMAP_MAX,READS
+ *   (records.h RECORD_INVERT_FORMAT)
  * (ns; OPS counts munmap + mmap pairs; READS the readers' reads).
  */
 #include "common.h"
@@ -150,7 +151,7 @@ static void run(const char *cond, const struct method *m, int nrun, double secon
 		die("the mapper failed");
 	close(ready[0]);
 	close(go[1]);
-	printf("invert,%s,%d,%d,%llu,%llu,%llu,%llu,%llu,%llu\n", cond, rs->n, nrun,
+	printf(RECORD_INVERT_FORMAT, cond, rs->n, nrun,
 	       (unsigned long long)s.ops,
 	       (unsigned long long)(s.ops ? s.mmap_sum / s.ops : 0),
 	       (unsigned long long)s.mmap_max,

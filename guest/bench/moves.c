@@ -22,6 +22,7 @@
  * as in common.h. Once the mover has stopped, every method must read its
  * quiescent Rss again. Prints per METHOD:
  *   moves,MIB,PERIOD_US,METHOD,RSS_KB,MOVES,READS,WRONG,OVER,UNDER,MIN_KB,MAX_KB,READ_P50_NS
+ *   (records.h RECORD_MOVES_FORMAT)
  * (RSS_KB the quiescent Rss; MOVES the mover's moves while the methods
  * read; MIN_KB and MAX_KB the lowest and highest Rss read).
  */
@@ -280,7 +281,7 @@ int main(int argc, char **argv)
 		struct tally *x = &t[i];
 
 		qsort(x->ns, x->reads, sizeof(*x->ns), cmp_u64);
-		printf("moves,%s,%s,%s,%lld,%llu,%zu,%llu,%llu,%llu,%lld,%lld,%llu\n",
+		printf(RECORD_MOVES_FORMAT,
 		       argv[1], argv[2], x->m.name, x->rss, (unsigned long long)moves, x->reads,
 		       (unsigned long long)x->wrong, (unsigned long long)x->over,
 		       (unsigned long long)x->under, x->min, x->max,

@@ -10,9 +10,9 @@
  *       once its reads took BUDGET_MS in all. All but smaps and awk get
  *       one untimed read first. Prints the target's rollup (or summed
  *       smaps) fields once:
- *       fields,VMAS,RSS_MIB,NVMAS,RSS_KB,SOURCE,Name=KB,...
+ *       fields,VMAS,RSS_MIB,NVMAS,RSS_KB,SOURCE,Name=KB,... (records.h)
  *       and then per read:
- *       cost,VMAS,RSS_MIB,NVMAS,RSS_KB,METHOD,I,NS,PSS_KB
+ *       cost,VMAS,RSS_MIB,NVMAS,RSS_KB,METHOD,I,NS,PSS_KB (records.h)
  *       (METHOD as given, without :MIN).
  *
  *   bench-read fleet NPROCS SWEEPS METHOD[:SWEEPS]...
@@ -20,7 +20,7 @@
  *       pipe (a handshake through them proves each has run), then sweep
  *       METHOD over every /proc/PID, SWEEPS times per method (or the
  *       method's own count), methods alternating. Prints, per sweep:
- *       fleet,NPROCS,METHOD,I,NS,PIDS,READ_OK
+ *       fleet,NPROCS,METHOD,I,NS,PIDS,READ_OK (records.h)
  *
  * METHODs (see common.h): smaps (summed with the format header's
  * parser), awk (awk over smaps summing every "kB" field, the 2016 method:
@@ -102,9 +102,9 @@ static void print_fields(char **argv, int pid, long nvmas, long long rss_kb)
 			die("read %s", path);
 		kb = s.kb;
 	}
-	printf("fields,%s,%s,%ld,%lld,%s", argv[1], argv[2], nvmas, rss_kb, src);
+	printf(RECORD_TOTALS_FORMAT, argv[1], argv[2], nvmas, rss_kb, src);
 	for (int f = 0; f < SR_NR_FIELDS; f++)	/* the labels end in ':' */
-		printf(",%.*s=%llu", (int)strlen(sr_label[f]) - 1, sr_label[f], kb[f]);
+		printf(RECORD_TOTALS_FIELD_FORMAT, (int)strlen(sr_label[f]) - 1, sr_label[f], kb[f]);
 	printf("\n");
 }
 
@@ -165,7 +165,7 @@ static int cost(int argc, char **argv)
 					die("%s of the target failed", meth[m].name);
 				dt = now_ns() - t0;
 				spent[m] += dt;
-				printf("cost,%s,%s,%ld,%lld,%s,%ld,%llu,%lld\n",
+				printf(RECORD_COST_FORMAT,
 				       argv[1], argv[2], t.nvmas, t.rss_kb, meth[m].name,
 				       n[m], (unsigned long long)dt, pss);
 				n[m]++;
@@ -254,7 +254,7 @@ static int fleet(int argc, char **argv)
 			t0 = now_ns();
 			sweep(&meth[m], &pids, &ok);
 			dt = now_ns() - t0;
-			printf("fleet,%ld,%s,%ld,%llu,%ld,%ld\n", nprocs, meth[m].name,
+			printf(RECORD_FLEET_FORMAT, nprocs, meth[m].name,
 			       s, (unsigned long long)dt, pids, ok);
 		}
 	}

@@ -13,9 +13,9 @@
  * walk), /proc/PID/smaps_rollup or /proc/PID/FILE (smaps_rollup_stock).
  * Pinned, the target never competes with its readers for a CPU, so what
  * they add to its latency is their hold of its mmap_lock. The target's
- * per-operation records go to OUTDIR/stall-TAG-COND.bin (3 x uint32 ns
- * per op: mmap, touch, munmap; ':' and '=' in COND written as '_').
- * Prints per COND:
+ * per-operation records go to OUTDIR/stall-TAG-VMAS-RSS_MIB-COND.bin
+ * (records.h STALL_OPS_FILE: TAG is the boot's, ':' and '=' of COND are
+ * written as '_'). Prints per COND (records.h RECORD_STALL_FORMAT):
  *   stall,VMAS,RSS_MIB,NVMAS,RSS_KB,COND,READERS,OPS,OP_P50,OP_P99,OP_MAX,
  *   READS,READ_P50,READ_P99
  * (ns; READS counts the readers' reads that ended while the target ran).
@@ -55,9 +55,10 @@ int main(int argc, char **argv)
 			die("bad condition %s (none, status:N or rollup[=FILE]:N)", argv[c]);
 		readers_start(&rs, &m, t.pid, reader_cpu, 0);
 
-		snprintf(out, sizeof(out), "%s/stall-%s-%s.bin", argv[5], argv[6], argv[c]);
+		snprintf(out, sizeof(out), "%s/" STALL_OPS_FILE, argv[5], argv[6],
+			 argv[1], argv[2], argv[c]);
 		for (char *p = strrchr(out, '/'); *p; p++)
-			if (*p == ':' || *p == '=')
+			if (strchr(STALL_OPS_UNSAFE, *p))
 				*p = '_';
 		snprintf(cmd, sizeof(cmd), "stall %g %s\n", secs, out);
 		t_go = now_ns();
@@ -83,7 +84,7 @@ int main(int argc, char **argv)
 					lat[nlat++] = log->ns[i];
 		}
 		qsort(lat, nlat, sizeof(*lat), cmp_u64);
-		printf("stall,%s,%s,%ld,%lld,%s,%d,%llu,%llu,%llu,%llu,%zu,%llu,%llu\n",
+		printf(RECORD_STALL_FORMAT,
 		       argv[1], argv[2], t.nvmas, t.rss_kb, argv[c], rs.n,
 		       (unsigned long long)ops, (unsigned long long)p50,
 		       (unsigned long long)p99, (unsigned long long)max, nlat,

@@ -40,7 +40,7 @@
  * stdin:
  *   stall SECONDS PATH   loop mmap 64 KiB + touch it + munmap for SECONDS,
  *                        timing each step with CLOCK_MONOTONIC; write the
- *                        records (3 x uint32 ns: mmap, touch, munmap) to
+ *                        records (records.h STALL_OPS_FIELDS, uint32 ns) to
  *                        PATH and print "stalled OPS P50 P99 MAX" (ns).
  * and exits 0 at EOF.
  */
@@ -261,11 +261,11 @@ static void stall(double seconds, const char *path)
 	size_t len = 64 * 1024;
 	int fd;
 
-	rec = malloc(cap * 3 * sizeof(*rec));
+	rec = malloc(cap * STALL_OPS_WORDS * sizeof(*rec));
 	tot = malloc(cap * sizeof(*tot));
 	if (!rec || !tot)
 		die("malloc");
-	memset(rec, 0, cap * 3 * sizeof(*rec));	/* fault it in now */
+	memset(rec, 0, cap * STALL_OPS_WORDS * sizeof(*rec));	/* fault it in now */
 	memset(tot, 0, cap * sizeof(*tot));
 	start = now_ns();
 	end = start + (uint64_t)(seconds * 1e9);
@@ -283,16 +283,16 @@ static void stall(double seconds, const char *path)
 		if (munmap(m, len))
 			die("stall munmap");
 		t3 = now_ns();
-		rec[3 * n] = (uint32_t)(t1 - t0 > UINT32_MAX ? UINT32_MAX : t1 - t0);
-		rec[3 * n + 1] = (uint32_t)(t2 - t1 > UINT32_MAX ? UINT32_MAX : t2 - t1);
-		rec[3 * n + 2] = (uint32_t)(t3 - t2 > UINT32_MAX ? UINT32_MAX : t3 - t2);
+		rec[STALL_OPS_WORDS * n] = (uint32_t)(t1 - t0 > UINT32_MAX ? UINT32_MAX : t1 - t0);
+		rec[STALL_OPS_WORDS * n + 1] = (uint32_t)(t2 - t1 > UINT32_MAX ? UINT32_MAX : t2 - t1);
+		rec[STALL_OPS_WORDS * n + 2] = (uint32_t)(t3 - t2 > UINT32_MAX ? UINT32_MAX : t3 - t2);
 		tot[n] = t3 - t0;
 		t0 = t3;
 	}
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		die("create %s", path);
-	write_all(fd, rec, n * 3 * sizeof(*rec));
+	write_all(fd, rec, n * STALL_OPS_WORDS * sizeof(*rec));
 	close(fd);
 	qsort(tot, n, sizeof(*tot), cmp_u64);
 	printf("stalled %zu %llu %llu %llu\n", n,

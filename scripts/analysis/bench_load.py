@@ -5,9 +5,13 @@ stall-TAG.csv with the target's per-operation records
 stall-TAG-VMAS-RSS-COND.bin, fleet-TAG.csv, invert-TAG.csv and
 moves-TAG.csv (round 1);
 plus run.txt and cost-host-r1.csv (the host-kernel reference). A boot in
-a preemption model other than voluntary (scripts/bench PREEMPT=...) has
+a preemption model other than the default (scripts/bench PREEMPT=...) has
 TAG = KERNEL-MODEL-rROUND (series-full-r1); load_run loads one model's
 boots at a time.
+
+The records' fields and the stall records' file name and layout are read
+from the bench programs' header, guest/bench/records.h; the preemption
+models from kernels/models.
 """
 import array
 import csv
@@ -16,9 +20,49 @@ import os
 import re
 from dataclasses import dataclass, field
 
-# The preemption models of scripts/bench; untagged files are voluntary's.
-MODELS = ("voluntary", "full", "none")
-DEFAULT_MODEL = "voluntary"
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RECORDS_H = os.path.join(REPO, "guest", "bench", "records.h")
+MODELS_TABLE = os.path.join(REPO, "kernels", "models")
+
+
+def read_models(path=MODELS_TABLE):
+    """kernels/models: {model: its kconfig option}, the default first."""
+    with open(path) as f:
+        rows = [line.split() for line in f if line.strip() and not line.startswith("#")]
+    return {name: option for name, option in rows}
+
+
+def read_records_header(path=RECORDS_H):
+    """records.h: ({kind: field names} of the CSV records, {name: value}
+    of the STALL_OPS_* definitions). Fails when a record's names and the
+    conversions of its format differ in number."""
+    with open(path) as f:
+        text = f.read().replace("\\\n", " ")
+    defs = {}
+    for name, value in re.findall(r"^#define (\w+)[ \t]+(.+?)[ \t]*$", text, re.M):
+        strings = re.findall(r'"((?:[^"\\]|\\.)*)"', value)
+        defs[name] = "".join(strings) if strings else value
+    records = {}
+    for key in re.findall(r"^RECORD_(\w+)_FIELDS$", "\n".join(defs), re.M):
+        names = tuple(defs[f"RECORD_{key}_FIELDS"].split(","))
+        fmt = defs[f"RECORD_{key}_FORMAT"]
+        conversions = re.findall(r"%[-#0 +]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|z|j|t)?[diouxXfgsc]", fmt)
+        if len(conversions) != len(names):
+            raise ValueError(f"{path}: RECORD_{key}: {len(names)} field names, "
+                             f"{len(conversions)} conversions in its format")
+        records[fmt.split(",")[0]] = names
+    stall = {k: v for k, v in defs.items() if k.startswith("STALL_OPS_")}
+    return records, stall
+
+
+# The preemption models of scripts/bench; untagged files are the default's.
+MODEL_OPTIONS = read_models()
+MODELS = tuple(MODEL_OPTIONS)
+DEFAULT_MODEL = MODELS[0]
+RECORDS, STALL_OPS = read_records_header()
+STALL_OPS_FIELDS = STALL_OPS["STALL_OPS_FIELDS"].split(",")
+if len(STALL_OPS_FIELDS) != int(STALL_OPS["STALL_OPS_WORDS"]):
+    raise ValueError(f"{RECORDS_H}: STALL_OPS_FIELDS and STALL_OPS_WORDS differ")
 BOOT_RE = (r"(?P<kernel>[A-Za-z0-9_]+?)(?:-(?P<model>" + "|".join(MODELS)
            + r"))?-r(?P<round>\d+)")
 TAG_RE = re.compile(r"(?P<kind>cost|stall|fleet|invert|moves)-" + BOOT_RE + r"\.csv$")
@@ -115,9 +159,27 @@ def read_kv(path):
     return kv
 
 
-def csv_rows(path, kind):
+def csv_records(path, *kinds):
+    """The records of KINDS in the CSV file PATH, in order, as (kind, {field
+    name: value}) by the names of records.h; the values past the names
+    (the totals' Name=KB pairs) as a list under "more". A record with
+    fewer values than names fails."""
     with open(path, newline="") as f:
-        return [row[1:] for row in csv.reader(f) if row and row[0] == kind]
+        for row in csv.reader(f):
+            if not row or row[0] not in kinds:
+                continue
+            names = RECORDS[row[0]]
+            if len(row) - 1 < len(names) or (len(row) - 1 > len(names) and row[0] != "fields"):
+                raise ValueError(f"{path}: a {row[0]} record of {len(row) - 1} fields, "
+                                 f"records.h names {len(names)}")
+            rec = dict(zip(names, row[1:]))
+            rec["more"] = row[1 + len(names):]
+            yield row[0], rec
+
+
+def csv_rows(path, kind):
+    """The records of KIND in PATH, as dicts by field name (csv_records)."""
+    return [rec for _, rec in csv_records(path, kind)]
 
 
 def label(kernel, model):
@@ -135,52 +197,57 @@ def raw_files(raw, kind, model=DEFAULT_MODEL):
 
 
 def record_path(raw, kernel, round_, vmas, rss, cond, model=DEFAULT_MODEL):
-    name = cond.replace(":", "_").replace("=", "_")
-    return os.path.join(raw, f"stall-{label(kernel, model)}-r{round_}-{vmas}-{rss}-{name}.bin")
+    """The stall records of one condition (records.h STALL_OPS_FILE)."""
+    for c in STALL_OPS["STALL_OPS_UNSAFE"]:
+        cond = cond.replace(c, "_")
+    return os.path.join(raw, STALL_OPS["STALL_OPS_FILE"] % (
+        f"{label(kernel, model)}-r{round_}", vmas, rss, cond))
 
 
 def read_records(path):
-    """The target's records: 3 x uint32 ns (mmap, touch, munmap) per op, in µs."""
+    """The target's records (records.h: a uint32 ns per name of
+    STALL_OPS_FIELDS per op), in µs: {NAME_us: [...]} and total_us, their
+    sum per op."""
     words = array.array("I")
     with open(path, "rb") as f:
         words.frombytes(f.read())
-    ops = range(0, len(words) - 2, 3)
-    mmap_us = [words[i] / 1e3 for i in ops]
-    touch_us = [words[i + 1] / 1e3 for i in ops]
-    munmap_us = [words[i + 2] / 1e3 for i in ops]
-    total_us = [a + b + c for a, b, c in zip(mmap_us, touch_us, munmap_us)]
-    return total_us, mmap_us, touch_us, munmap_us
+    n = len(STALL_OPS_FIELDS)
+    ops = range(0, len(words) - n + 1, n)
+    times = {f"{name}_us": [words[i + k] / 1e3 for i in ops]
+             for k, name in enumerate(STALL_OPS_FIELDS)}
+    times["total_us"] = [sum(x) for x in zip(*times.values())]
+    return times
 
 
 def load_cost(raw, run):
     for path, kernel, round_ in raw_files(raw, "cost", run.model):
-        with open(path, newline="") as f:
-            rows = list(csv.reader(f))
-        for row in rows:
-            if row[0] == "fields" and kernel == "series":
-                run.fields.setdefault((int(row[1]), row[2]),
-                                      dict(kv.split("=") for kv in row[6:]))
-            if row[0] != "cost":
+        for kind, r in csv_records(path, "fields", "cost"):
+            if kind == "fields":
+                if kernel == "series":
+                    run.fields.setdefault((int(r["vmas"]), r["rss_mib"]),
+                                          dict(kv.split("=") for kv in r["more"]))
                 continue
-            vmas, rss, nvmas, rss_kb, method, _, ns, _pss = row[1:]
-            key = (kernel, int(vmas), rss, method)
-            run.cost.setdefault(key, {}).setdefault(round_, []).append(int(ns) / 1e6)
-            run.cell_info[(kernel, int(vmas), rss)] = (int(nvmas), int(rss_kb))
+            key = (kernel, int(r["vmas"]), r["rss_mib"], r["method"])
+            run.cost.setdefault(key, {}).setdefault(round_, []).append(int(r["ns"]) / 1e6)
+            run.cell_info[(kernel, int(r["vmas"]), r["rss_mib"])] = (int(r["nvmas"]),
+                                                                    int(r["rss_kb"]))
 
 
 def load_stall(raw, run):
     for path, kernel, round_ in raw_files(raw, "stall", run.model):
-        for row in csv_rows(path, "stall"):
-            vmas, rss, nvmas, rss_kb, cond, _readers, _ops, _p50, _p99, _max, reads, read_p50, _ = row
-            records = read_records(record_path(raw, kernel, round_, vmas, rss, cond, run.model))
-            run.stall.setdefault((kernel, int(vmas), rss, cond), []).append(
-                StallRun(round_, int(nvmas), int(rss_kb), int(reads), int(read_p50) / 1e6,
-                         *records))
+        for r in csv_rows(path, "stall"):
+            records = read_records(record_path(raw, kernel, round_, r["vmas"], r["rss_mib"],
+                                               r["cond"], run.model))
+            run.stall.setdefault((kernel, int(r["vmas"]), r["rss_mib"], r["cond"]), []).append(
+                StallRun(round_, int(r["nvmas"]), int(r["rss_kb"]), int(r["reads"]),
+                         int(r["read_p50"]) / 1e6, **records))
 
 
 def load_fleet(raw, run):
     for path, kernel, round_ in raw_files(raw, "fleet", run.model):
-        for procs, method, _, ns, pids, read_ok in csv_rows(path, "fleet"):
+        for r in csv_rows(path, "fleet"):
+            procs, method, ns, pids, read_ok = (r[k] for k in ("procs", "method", "ns", "pids",
+                                                               "read_ok"))
             ms = int(ns) / 1e6
             run.fleet_by_round.setdefault((kernel, round_, method), []).append(ms)
             sweeps = run.fleet.setdefault((kernel, method),
@@ -192,18 +259,20 @@ def load_fleet(raw, run):
 
 def load_invert(raw, run):
     for path, kernel, round_ in raw_files(raw, "invert", run.model):
-        for cond, readers, nrun, ops, *ns in csv_rows(path, "invert"):
-            mmap_mean, mmap_max, munmap_mean, munmap_max, reads = (int(x) for x in ns)
-            run.invert.setdefault((kernel, cond), []).append(
-                InvertRun(round_, int(nrun), int(readers), int(ops), mmap_mean / 1e3,
-                          mmap_max / 1e3, munmap_mean / 1e3, munmap_max / 1e3, reads))
+        for r in csv_rows(path, "invert"):
+            run.invert.setdefault((kernel, r["cond"]), []).append(
+                InvertRun(round_, int(r["run"]), int(r["readers"]), int(r["ops"]),
+                          *(int(r[k]) / 1e3 for k in ("mmap_mean", "mmap_max", "munmap_mean",
+                                                      "munmap_max")), int(r["reads"])))
 
 
 def load_moves(raw, run):
     for path, kernel, round_ in raw_files(raw, "moves", run.model):
-        for mib, period_us, method, *counts, p50_ns in csv_rows(path, "moves"):
-            run.moves.setdefault((kernel, int(mib), int(period_us), method), []).append(
-                MovesRun(round_, *(int(x) for x in counts), int(p50_ns) / 1e6))
+        for r in csv_rows(path, "moves"):
+            counts = ("rss_kb", "moves", "reads", "wrong", "over", "under", "min_kb", "max_kb")
+            run.moves.setdefault((kernel, int(r["mib"]), int(r["period_us"]), r["method"]),
+                                 []).append(MovesRun(round_, *(int(r[k]) for k in counts),
+                                                     int(r["read_p50"]) / 1e6))
 
 
 def run_models(raw, run_info):

@@ -2,15 +2,13 @@
 import math
 import os
 
+from bench_load import DEFAULT_MODEL, MODEL_OPTIONS
 from bench_report import NOTES_RE, STALL_CONDS, cond_label, fmt, size_label, verdict
 from bench_stats import (INVERT_MEAN_FACTOR, KERNELS, MAX_SLOWDOWN, MIN_SPEEDUP,
                          MOVES_METHODS, SAME_BOOT_STOCK, SPEEDUP_CELL, STALL_CONTROL_FACTOR,
                          STALL_EXCESS_FACTOR, median, moves_cells, moves_verdicts, per_model,
                          percentile, ratio, readers_of, rss_key, stall_sizes)
 
-# scripts/bench's preemption models: the kconfig option of each.
-MODEL_OPTIONS = {"voluntary": "CONFIG_PREEMPT_VOLUNTARY", "full": "CONFIG_PREEMPT",
-                 "none": "CONFIG_PREEMPT_NONE"}
 
 TCG_NOTE = ("**Every timing here was taken in a QEMU guest under TCG** (binary translation, "
             "no KVM) on a 2-core host that other builds share. TCG inflates kernel and user "
@@ -27,7 +25,7 @@ def ms(x):
 def setup_section(w, run, a):
     info = run.run_info
     w("## Setup\n")
-    prefix = "" if run.model == "voluntary" else f"-{run.model}"
+    prefix = "" if run.model == DEFAULT_MODEL else f"-{run.model}"
     stock_image = info.get(f"stock{prefix}_image", "none (PREEMPT_STOCK=0)").split(",")[0]
     w(f"- Kernels: stock `{stock_image}`, "
       f"series `{info.get(f'series{prefix}_image', '?').split(',')[0]}`; preemption model "
