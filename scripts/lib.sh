@@ -88,16 +88,44 @@ kernel_image() {
 }
 
 # kernel_vmlinux VARIANT|BZIMAGE: the vmlinux built with that image (for
-# decoding stacks); a bzImage outside a kbuild output directory has none
-# (the path printed then does not exist).
+# decoding stacks): the one of its kbuild output directory, or for a
+# bzImage elsewhere (scripts/bench's boot copies) the vmlinux beside it.
+# The path printed may not exist.
 kernel_vmlinux() {
 	local img
 	img=$(kernel_image "$1")
-	echo "${img%/arch/x86/boot/bzImage}/vmlinux"
+	case $img in
+	*/arch/x86/boot/bzImage) echo "${img%/arch/x86/boot/bzImage}/vmlinux" ;;
+	*) echo "$(dirname "$img")/vmlinux" ;;
+	esac
 }
 
 # kernel_config VARIANT: the .config of a built variant.
 kernel_config() { echo "$(kernel_out "$1")/.config"; }
+
+# qemu_command ACCEL MEM_MIB CPUS BZIMAGE INITRAMFS STATUS_FILE [ARG...]:
+# set the array QEMU to the command line of a guest boot, the one
+# scripts/vm-run and scripts/kvm-probe both run: no default devices, the
+# kernel booted with the initramfs (guest/init) and the kernel command
+# line "panic=-1 pci=noacpi ARG...", and guest/init's status port
+# (vmrun.status) written to STATUS_FILE. vm-run adds its console, its 9p
+# shares and its output port.
+# pci=noacpi: PCI interrupts from the BIOS routing table. ACPI would run
+# the DSDT's _PRT loop, which takes minutes under TCG on the debug kernel
+# (AE_AML_LOOP_TIMEOUT, then no interrupt for the virtio devices). The
+# ACPI tables themselves, hence the HPET, are still used.
+qemu_command() {
+	local accel=$1 mem=$2 cpus=$3 bzimage=$4 initramfs=$5 status=$6
+	shift 6
+	QEMU=(
+		qemu-system-x86_64 -accel "$accel" -cpu max -smp "$cpus" -m "$mem"
+		-nodefaults -no-user-config -display none -no-reboot
+		-kernel "$bzimage" -initrd "$initramfs" -append "panic=-1 pci=noacpi $*"
+		-device virtio-serial-pci
+		-chardev "file,id=status,path=$status"
+		-device 'virtserialport,chardev=status,name=vmrun.status'
+	)
+}
 
 say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
