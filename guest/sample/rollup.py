@@ -6,8 +6,8 @@
   rollup.py compare STOCK_ROLLUP SERIES_ROLLUP
 
 table:   print the rollup verbatim, then field | rollup | sum over smaps |
-         verdict, and check the rollup's format against stock 6.12
-         (../shared/NOTES.md §3).
+         verdict, and check the rollup's format against stock 6.12's
+         (show_smaps_rollup() in fs/proc/task_mmu.c, see FORMAT below).
          With --sample it starts BIN (guest/sample), waits for its "ready",
          also checks the sizes BIN reports, and ends BIN afterwards.
          Exit 0 all agree, 1 something differs, 2 error, 3 no smaps_rollup.
@@ -29,8 +29,11 @@ def fail(msg, code=2):
     sys.exit(code)
 
 
-# The format (../shared/NOTES.md §3) is read from the C header that the
-# selftests, the stress and the bench programs share,
+# FORMAT: the format is stock 6.12's, as show_smaps_rollup() and
+# __show_smap() print it in fs/proc/task_mmu.c (the file since upstream
+# commit 493b0e9d945f "mm: add /proc/pid/smaps_rollup", Linux 4.14;
+# Documentation/ABI/testing/procfs-smaps_rollup). It is read from the C
+# header that the selftests, the stress and the bench programs share,
 # smaps_rollup_format.h, found where guest/format.mk says (SMAPS_FORMAT_DIR;
 # the environment variable of that name overrides it, as it does for
 # make): labels in order, each padded to a fixed prefix; the number
@@ -157,7 +160,7 @@ def line_shape(line):
 
 
 def format_problems(text):
-    """Check a rollup against the stock 6.12 format (../shared/NOTES.md §3)."""
+    """Check a rollup against the stock 6.12 format (see FORMAT above)."""
     problems = []
     lines = text.split("\n")
     if lines and lines[-1] == "":

@@ -53,9 +53,8 @@ def main(raw, out, plots=True):
         written += bench_report.write_model_csvs(out, figures["models"])
     if plots:
         written += bench_report.write_plots(out, raw, figures, run.rounds)
-    readme = os.path.join(out, "README.md")
-    text = bench_readme.readme(run, figures, readme)
-    with open(readme, "w") as f:
+    text = bench_readme.readme(run, figures, out)
+    with open(os.path.join(out, "README.md"), "w") as f:
         f.write(text)
     print(f"analyze: wrote {out}/README.md, {', '.join(written)}")
     return run, figures

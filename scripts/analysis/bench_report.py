@@ -2,7 +2,6 @@
 scripts/analysis/analyze.py)."""
 import math
 import os
-import re
 import subprocess
 
 from bench_stats import (KERNELS, SAME_BOOT_STOCK, median, per_model, percentile, rss_key,
@@ -12,7 +11,6 @@ LAYOUTS = {"": "spread", "h": "heap", "u": "half-untouched", "s": "shmem-swap", 
            "a": "anon-4k", "m": "anon-mthp"}
 STALL_CONDS = ("none", "status:1", "rollup:1", f"{SAME_BOOT_STOCK}:1",
                "status:2", "rollup:2", f"{SAME_BOOT_STOCK}:2")
-NOTES_RE = re.compile(r"<!-- notes -->.*?<!-- /notes -->", re.S)
 
 
 def fmt(x, digits=2):

@@ -108,7 +108,8 @@ class AnalyzeTest(Analysed):
         self.assertIn("same boot, stock's implementation 1.50 ms: met", self.readme)
         self.assertIn("(series kernel, rollup:1, 1 reader(s)): mapper mean within 1.2x of "
                       "the status control: met (55.0 against 50.0 µs", self.readme)
-        self.assertIn("<!-- notes -->", self.readme)
+        self.assertIn("None written yet: hand-written notes on this run go into analysis.md",
+                      self.readme)
         self.assertNotIn("NOTES.md", self.readme)
 
     def test_csv_headers(self):

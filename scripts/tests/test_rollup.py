@@ -35,7 +35,10 @@ class Format(unittest.TestCase):
         self.assertEqual(rollup.FIELDS[-1], "Locked")
 
     def test_columns(self):
-        # What ../shared/NOTES.md §3 measured on stock 6.12 (64-bit).
+        # What stock 6.12 prints on 64-bit (fs/proc/task_mmu.c:
+        # show_vma_header_prefix()'s seq_setwidth(m, 25 + sizeof(void *) * 6
+        # - 1) before "[rollup]", SEQ_PUT_DEC's 8-wide numbers after a
+        # 16-column label, Private_Hugetlb's 7-wide one).
         self.assertEqual(rollup.HEADER_COL, 73)
         self.assertEqual(rollup.NUMBER_END, 24)
         self.assertEqual(rollup.FIELD_LAYOUT["Private_Hugetlb"], (17, 7))
