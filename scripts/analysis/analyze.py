@@ -35,6 +35,7 @@ def analyse(run):
                 stall_verdicts=bench_stats.stall_verdicts(stall), invert=invert,
                 invert_verdicts=bench_stats.invert_verdicts(invert),
                 moves=bench_stats.moves_summaries(run),
+                fleet=bench_stats.fleet_summaries(run),
                 fleet_ratios=bench_stats.fleet_by_round_ratio(run))
 
 

@@ -6,8 +6,8 @@ from bench_load import DEFAULT_MODEL, MODEL_OPTIONS
 from bench_report import STALL_CONDS, cond_label, fmt, size_label, verdict
 from bench_stats import (INVERT_MEAN_FACTOR, KERNELS, MAX_SLOWDOWN, MIN_SPEEDUP,
                          MOVES_METHODS, SAME_BOOT_STOCK, SPEEDUP_CELL, STALL_CONTROL_FACTOR,
-                         STALL_EXCESS_FACTOR, median, moves_cells, moves_verdicts, per_model,
-                         percentile, ratio, readers_of, rss_key, stall_sizes)
+                         STALL_EXCESS_FACTOR, moves_cells, moves_verdicts, per_model, ratio,
+                         readers_of, rss_key, stall_sizes)
 
 
 TCG_NOTE = ("**Every timing here was taken in a QEMU guest under TCG** (binary translation, "
@@ -469,15 +469,16 @@ def fleet_section(w, run, a):
     w("## Fleet sweep (every /proc/PID, one read each)\n")
     w("| kernel | method | processes swept | read OK | sweeps | median ms | p90 ms |")
     w("|---|---|---:|---:|---:|---:|---:|")
+    fleet = a["fleet"]
     for method in ("rollup", "status", "smaps"):
         for kernel in KERNELS:
-            d = run.fleet.get((kernel, method))
-            if d:
-                w(f"| {kernel} | {method} | {median(d['pids']):.0f} | {median(d['ok']):.0f} | "
-                  f"{len(d['ms'])} | {median(d['ms']):.1f} | {percentile(d['ms'], 0.9):.1f} |")
-    stock, series = run.fleet.get(("stock", "rollup")), run.fleet.get(("series", "rollup"))
+            s = fleet.get((kernel, method))
+            if s:
+                w(f"| {kernel} | {method} | {s['pids']:.0f} | {s['ok']:.0f} | "
+                  f"{s['sweeps']} | {s['median_ms']:.1f} | {s['p90_ms']:.1f} |")
+    stock, series = fleet.get(("stock", "rollup")), fleet.get(("series", "rollup"))
     if stock and series:
-        w(f"\nSeries over stock, rollup sweep: {median(series['ms']) / median(stock['ms']):.3f} "
+        w(f"\nSeries over stock, rollup sweep: {series['median_ms'] / stock['median_ms']:.3f} "
           "(pooled medians); divided by each boot's status sweep, per round: "
           + " / ".join(f"{x:.3f}" for x in a["fleet_ratios"]) + ".")
     w("\nThe guest runs " + (f"{stock['procs']} " if stock else "")

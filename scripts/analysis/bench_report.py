@@ -140,8 +140,8 @@ def write_csvs(out, run, a):
     write_csv(os.path.join(out, "fleet.csv"), ["kernel", "method", "processes_spawned",
                                                 "pids_swept", "pids_read", "sweeps",
                                                 "median_ms", "p90_ms"],
-              [(k, m, d["procs"], median(d["pids"]), median(d["ok"]), len(d["ms"]),
-                median(d["ms"]), percentile(d["ms"], 0.9)) for (k, m), d in sorted(run.fleet.items())])
+              [(k, m) + tuple(s[x] for x in ("procs", "pids", "ok", "sweeps", "median_ms", "p90_ms"))
+               for (k, m), s in sorted(a["fleet"].items())])
 
 
 def write_model_csvs(out, models):

@@ -388,6 +388,15 @@ def per_model(run, figures):
 
 
 # ------------------------------------------------------------------ fleet
+def fleet_summaries(run):
+    """Per (kernel, method): processes spawned, median PIDs swept and read,
+    sweeps, median and p90 ms of a sweep."""
+    return {key: dict(procs=d["procs"], pids=median(d["pids"]), ok=median(d["ok"]),
+                      sweeps=len(d["ms"]), median_ms=median(d["ms"]),
+                      p90_ms=percentile(d["ms"], 0.9))
+            for key, d in run.fleet.items()}
+
+
 def fleet_by_round_ratio(run):
     """Series over stock rollup sweep, each divided by its boot's status sweep."""
     ratios = []

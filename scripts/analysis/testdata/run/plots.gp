@@ -4,16 +4,16 @@ set key top left
 set grid
 set logscale y
 set ylabel "time per read (ms, median; TCG guest, emulated)"
-set output "new2/cost-vs-vmas.png"
+set output "new4/cost-vs-vmas.png"
 set logscale x
 set title "Cost of one read against VMAs (16 MiB resident)"
 set xlabel "VMAs in the target"
-plot "< awk -F, '$3 ~ /^spread$/ && $2 == 16' new2/cost.csv" using 4:6 with linespoints title "1. smaps + C parser (series)", "" using 4:8 with linespoints title "2. awk over smaps (series)", "" using 4:10 with linespoints title "3. smaps_rollup (series)", "" using 4:12 with linespoints dt 2 title "4. smaps_rollup (stock)", "" using 4:14 with linespoints title "5. status VmRSS (series)"
-set output "new2/cost-vs-rss.png"
+plot "< awk -F, '$3 ~ /^spread$/ && $2 == 16' new4/cost.csv" using 4:6 with linespoints title "1. smaps + C parser (series)", "" using 4:8 with linespoints title "2. awk over smaps (series)", "" using 4:10 with linespoints title "3. smaps_rollup (series)", "" using 4:12 with linespoints dt 2 title "4. smaps_rollup (stock)", "" using 4:14 with linespoints title "5. status VmRSS (series)"
+set output "new4/cost-vs-rss.png"
 set title "Cost of one read against resident memory (4,000 VMAs)"
 set xlabel "resident memory (MiB)"
-plot "< awk -F, '$3 ~ /^spread$/ && $1 == 4000' new2/cost.csv" using 5:6 with linespoints title "1. smaps + C parser (series)", "" using 5:8 with linespoints title "2. awk over smaps (series)", "" using 5:10 with linespoints title "3. smaps_rollup (series)", "" using 5:12 with linespoints dt 2 title "4. smaps_rollup (stock)", "" using 5:14 with linespoints title "5. status VmRSS (series)"
-set output "new2/stall-16000-128h.png"
+plot "< awk -F, '$3 ~ /^spread$/ && $1 == 4000' new4/cost.csv" using 5:6 with linespoints title "1. smaps + C parser (series)", "" using 5:8 with linespoints title "2. awk over smaps (series)", "" using 5:10 with linespoints title "3. smaps_rollup (series)", "" using 5:12 with linespoints dt 2 title "4. smaps_rollup (stock)", "" using 5:14 with linespoints title "5. status VmRSS (series)"
+set output "new4/stall-16000-128h.png"
 unset logscale x
 set datafile separator whitespace
 set style data histogram
