@@ -39,8 +39,8 @@
  *    meanwhile, or in a range moved there meanwhile;
  *  - "writers": as "interrupt", with a smaller VMA and no children forked,
  *    for a reader at nice 19 that shares its CPU with a busy task: letting
- *    the writers in must not cost it CPU time
- *    (low_priority_reader_spends_no_cpu_waiting_for_writers).
+ *    the writers in may cost it a bounded CPU time
+ *    (low_priority_reader_waits_for_writers_a_bounded_cpu_time).
  *
  * Churns that change what the pages are rather than where (swap, THP):
  * smaps_rollup-race-pages.c; the moves of mremap() alone:
@@ -62,19 +62,26 @@
 #define WRITERS_VMA	(8UL << 20)	/* "writers": quick to read at nice 19 */
 
 /*
- * low_priority_reader_spends_no_cpu_waiting_for_writers: LOW_READS reads
+ * low_priority_reader_waits_for_writers_a_bounded_cpu_time: LOW_READS reads
  * at a time (a multiple of three, for the three ways of race_read_once())
  * at nice LOW_NICE, and what their read()s may cost with the writers: CPU
  * time against that of reads without them, and wall time.  A batch that
- * finds a writer sleeps once, and wakes the next writer when it lets go:
- * with the writers, the reads measured 1.6, 2.5 and 3.6 times their CPU
- * time without them (3 runs in a TCG guest); a reader that spun or polled
- * for the lock would cost many times more.
+ * finds a writer waits for it, holding nothing, without sleeping, for a
+ * millisecond at most (SMAPS_ROLLUP_WAIT_NS), until the first writer is
+ * done, so that it is never granted the lock while it cannot run.  With
+ * the writers, the reads measured 0.71 to 1.82 ms of CPU time per stop
+ * beyond their CPU time without them (3 runs in a TCG guest): LOW_STOP_US
+ * per stop.  That bound catches a reader that waits for more than its
+ * writer, but not always one that spins until its trylock succeeds
+ * (1.39 ms per stop in one run).  A reader that queued on the lock at once
+ * cost 1.6 to 3.6 times its CPU time without the writers, and its writers
+ * waited for it.
  */
 #define LOW_NICE	19
 #define LOW_READS	21
 #define LOW_CPU_FACTOR	4
 #define LOW_CPU_SLACK_US	20000
+#define LOW_STOP_US		2500
 #define LOW_WALL_MS	60000
 
 /* In the order of workloads[]. */
@@ -657,13 +664,13 @@ static long long idle_reads(struct __test_metadata *_metadata,
 
 /*
  * A sampler is typically a low-priority task on a busy CPU.  When writers
- * wait for the lock its walk holds, it must let them in and wait for them
- * without spending CPU time on it (spinning or polling for the lock):
- * LOW_READS reads at nice LOW_NICE, pinned to one CPU with a busy thread
- * of nice 0, of a target whose writers ("writers") run on the other CPUs,
- * must cost at most LOW_CPU_FACTOR times the CPU time of as many reads
- * without the writers, plus LOW_CPU_SLACK_US, and take at most
- * LOW_WALL_MS.  What counts is the CPU time of the read()s
+ * wait for the lock its walk holds, it must let them in, and may wait for
+ * them spinning for one writer each time it lets go: LOW_READS
+ * reads at nice LOW_NICE, pinned to one CPU with a busy thread of nice 0,
+ * of a target whose writers ("writers") run on the other CPUs, must cost
+ * at most LOW_CPU_FACTOR times the CPU time of as many reads without the
+ * writers, plus LOW_STOP_US per stop and LOW_CPU_SLACK_US, and take at
+ * most LOW_WALL_MS.  What counts is the CPU time of the read()s
  * (CLOCK_THREAD_CPUTIME_ID around each).  The reads without the writers
  * run alike (the same CPU, nice and busy thread, and as many busy threads
  * on the other CPUs as there are writers), before the writers start and
@@ -671,9 +678,9 @@ static long long idle_reads(struct __test_metadata *_metadata,
  * CPU time of the same read can change several times over from one
  * second to the next, whatever the writers do.
  */
-TEST_F_TIMEOUT(race, low_priority_reader_spends_no_cpu_waiting_for_writers, 180)
+TEST_F_TIMEOUT(race, low_priority_reader_waits_for_writers_a_bounded_cpu_time, 180)
 {
-	long long quiet_us, after_us, busy_us, wall_ms;
+	long long quiet_us, after_us, busy_us, wall_ms, stops;
 	struct sr_rollup before;
 	cpu_set_t others, one;
 	struct busy hog;
@@ -709,19 +716,21 @@ TEST_F_TIMEOUT(race, low_priority_reader_spends_no_cpu_waiting_for_writers, 180)
 	       cpu, LOW_NICE, LOW_READS);
 	TH_LOG("%lld us before them, %lld us after, %lu stops",
 	       quiet_us, after_us, self->rd.idle_stops);
-	TH_LOG("with the writers: %lld us of CPU time, %lld ms, %lu stops",
-	       busy_us, wall_ms, self->rd.held[SR_HELD_MMAP_LOCK] +
-	       self->rd.held[SR_HELD_NONE]);
+	stops = self->rd.held[SR_HELD_MMAP_LOCK] + self->rd.held[SR_HELD_NONE];
+	TH_LOG("with the writers: %lld us of CPU time, %lld ms, %lld stops",
+	       busy_us, wall_ms, stops);
 	if (after_us > quiet_us)
 		quiet_us = after_us;
-	EXPECT_GE(LOW_CPU_FACTOR * quiet_us + LOW_CPU_SLACK_US, busy_us)
-		TH_LOG("CPU time with the writers over %d x %lld us + %d us",
-		       LOW_CPU_FACTOR, quiet_us, LOW_CPU_SLACK_US);
+	EXPECT_GE(LOW_CPU_FACTOR * quiet_us + LOW_STOP_US * stops +
+		  LOW_CPU_SLACK_US, busy_us)
+		TH_LOG("CPU time with the writers over %d x %lld us + %lld x %d us + %d us",
+		       LOW_CPU_FACTOR, quiet_us, stops, LOW_STOP_US,
+		       LOW_CPU_SLACK_US);
 	EXPECT_GE(LOW_WALL_MS, wall_ms);
 	/*
 	 * The tests above check the stops.  A batch that finds mmap_lock
-	 * taken or wanted by a writer waits for it in
-	 * mmap_read_lock_killable(), sleeping, either way.
+	 * taken or wanted by a writer waits, spinning, for the first writer
+	 * to be done, then queues on the lock.
 	 */
 	self->rd.cpu_only = true;
 	race_finish(_metadata, &self->t, &self->rd);

@@ -70,6 +70,28 @@ static int ksm_step(int step, long arg, unsigned long *val)
 	return madvise(region, KSM_PAGES * page, MADV_MERGEABLE) ? -errno : 0;
 }
 
+/*
+ * KSM_PAGES pages, MADV_MERGEABLE: the even ones identical (unlike any
+ * other process's), the odd ones all different, so that once ksmd merged
+ * them each KSM page sits between two private pages.
+ */
+static int ksm_some_step(int step, long arg, unsigned long *val)
+{
+	size_t page = getpagesize(), i;
+	int ret;
+
+	ret = sr_map_anon(&region, KSM_PAGES * page, MAP_PRIVATE);
+	if (ret)
+		return ret;
+	for (i = 0; i < KSM_PAGES; i++) {
+		memset(region + i * page, 0x5a, page);
+		*(pid_t *)(region + i * page) = getpid();
+		if (i % 2)
+			*(size_t *)(region + i * page + 64) = i;
+	}
+	return madvise(region, KSM_PAGES * page, MADV_MERGEABLE) ? -errno : 0;
+}
+
 /* Private anonymous (arg < 0) or memfd @arg memory written, then paged out. */
 static int pageout_step(int step, long arg, unsigned long *val)
 {
@@ -272,6 +294,7 @@ static int mthp_step(int step, long arg, unsigned long *val)
 static const struct sr_workload workloads[] = {
 	{ "thp", thp_step, SR_SETTLE_UNMAP_VDSO | SR_SETTLE_THP },
 	{ "ksm", ksm_step, SR_SETTLE_UNMAP_VDSO },
+	{ "ksm_some", ksm_some_step, SR_SETTLE_UNMAP_VDSO },
 	{ "pageout", pageout_step, SR_SETTLE_UNMAP_VDSO },
 	{ "pageout_three", pageout_three_step, SR_SETTLE_UNMAP_VDSO },
 	{ "mthp", mthp_step, SR_SETTLE_UNMAP_VDSO | SR_SETTLE_THP },
@@ -398,6 +421,60 @@ TEST_F_TIMEOUT(ksm, merged_pages_count_in_ksm, 120)
 	want[SR_KSM] = kb;
 	want[SR_PSS] = SR_KB(getpagesize()) - kb;
 	want[SR_PSS_ANON] = SR_KB(getpagesize()) - kb;
+	want[SR_PSS_DIRTY] = SR_ANY;
+	want[SR_SHARED_CLEAN] = SR_ANY;
+	want[SR_SHARED_DIRTY] = SR_ANY;
+	want[SR_PRIVATE_CLEAN] = SR_ANY;
+	want[SR_PRIVATE_DIRTY] = SR_ANY;
+	sr_expect_delta(_metadata, &before, &after, want);
+	EXPECT_EQ(kb, sr_delta(&before, &after, SR_SHARED_CLEAN) +
+		      sr_delta(&before, &after, SR_SHARED_DIRTY));
+	EXPECT_EQ(-kb, sr_delta(&before, &after, SR_PRIVATE_CLEAN) +
+		       sr_delta(&before, &after, SR_PRIVATE_DIRTY));
+}
+
+/*
+ * Every other page merged into one KSM page, the others private: each KSM
+ * page counts in Ksm and shares its Pss, each private page is counted as
+ * before.
+ */
+TEST_F_TIMEOUT(ksm, merged_pages_amid_private_ones_count_in_ksm, 120)
+{
+	const long long page_kb = SR_KB(getpagesize());
+	const long long kb = KSM_PAGES / 2 * page_kb;
+	long long want[SR_NR_FIELDS];
+	struct sr_rollup before, after;
+	long scans = 0, first_scan = 0, merged = -1;
+	char path[64];
+	int ret;
+
+	sr_assert_start(_metadata, &self->t, "ksm_some", 0);
+	ret = sr_target_step(&self->t, 1, NULL);
+	if (ret == -EINVAL)
+		SKIP(return, "MADV_MERGEABLE refused (CONFIG_KSM)");
+	ASSERT_EQ(0, ret);
+	sr_assert_read(_metadata, self->t.pid, &before);
+
+	ASSERT_EQ(0, sr_write_long(KSM_DIR "pages_to_scan", 1000));
+	ASSERT_EQ(0, sr_write_long(KSM_DIR "sleep_millisecs", 10));
+	ASSERT_EQ(0, sr_write_long(KSM_DIR "run", 1));
+	/* As merged_pages_count_in_ksm: poll, 20 more full scans at most. */
+	sr_path(path, sizeof(path), self->t.pid, "ksm_merging_pages");
+	ASSERT_EQ(0, sr_read_long(KSM_DIR "full_scans", &first_scan));
+	do {
+		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
+		ASSERT_EQ(0, sr_read_long(KSM_DIR "full_scans", &scans));
+		ASSERT_EQ(0, sr_read_long(path, &merged));
+	} while (merged < KSM_PAGES / 2 && scans < first_scan + 20);
+	ASSERT_EQ(KSM_PAGES / 2, merged)
+		TH_LOG("ksmd merged %ld of %d pages in %ld full scans",
+		       merged, KSM_PAGES / 2, scans - first_scan);
+	sr_assert_read(_metadata, self->t.pid, &after);
+
+	sr_delta_init(want);
+	want[SR_KSM] = kb;
+	want[SR_PSS] = page_kb - kb;
+	want[SR_PSS_ANON] = page_kb - kb;
 	want[SR_PSS_DIRTY] = SR_ANY;
 	want[SR_SHARED_CLEAN] = SR_ANY;
 	want[SR_SHARED_DIRTY] = SR_ANY;

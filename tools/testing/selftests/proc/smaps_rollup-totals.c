@@ -49,6 +49,19 @@ static int helper_idle(int cmd)
 	return 0;
 }
 
+#define COW_KEPT	100	/* the page of REGION a "cow_one" child keeps */
+
+/* Write every page of the region but page COW_KEPT. */
+static int helper_write_all_but_one(int cmd)
+{
+	size_t page = getpagesize();
+
+	sr_touch(region, COW_KEPT * page, 2);
+	sr_touch(region + (COW_KEPT + 1) * page,
+		 region_len - (COW_KEPT + 1) * page, 2);
+	return 0;
+}
+
 /* 64 MiB mapped, then 16 MiB of it written. */
 static int anon_step(int step, long arg, unsigned long *val)
 {
@@ -69,7 +82,11 @@ static int file_step(int step, long arg, unsigned long *val)
 		       step == 1 ? MAP_PRIVATE : MAP_SHARED, arg);
 }
 
-/* Shared memory: fd @arg, or SysV segment @arg if step 1 is 1; written. */
+/*
+ * Shared memory: fd @arg mapped (step 3), or SysV segment @arg attached
+ * (step 1); then written (step 2) or only read (step 4, which returns the
+ * address).
+ */
 static int shmem_step(int step, long arg, unsigned long *val)
 {
 	if (step == 2) {
@@ -82,6 +99,12 @@ static int shmem_step(int step, long arg, unsigned long *val)
 			return -errno;
 		return sr_nohuge(region, REGION);
 	}
+	if (step == 4) {
+		sr_touch(region, REGION, -1);
+		*val = (unsigned long)region;
+		return 0;
+	}
+	*val = 0;
 	return sr_mmap((void **)&region, REGION, PROT_READ | PROT_WRITE,
 		       MAP_SHARED, arg) ?: sr_nohuge(region, REGION);
 }
@@ -103,7 +126,10 @@ static int shared_anon_step(int step, long arg, unsigned long *val)
 			       helper_read_region);
 }
 
-/* Private anonymous memory written, fork()ed, written by the child. */
+/*
+ * Private anonymous memory written, fork()ed, written by the child: all of
+ * it, or (@arg 1) all but page COW_KEPT.
+ */
 static int cow_step(int step, long arg, unsigned long *val)
 {
 	int ret;
@@ -111,13 +137,15 @@ static int cow_step(int step, long arg, unsigned long *val)
 	if (step == 2)
 		return sr_helper_cmd(&helper, 1);
 	region_len = REGION;
-	ret = sr_map_anon(&region, REGION, MAP_PRIVATE);
+	ret = sr_map_anon(&region, REGION, MAP_PRIVATE) ?:
+	      sr_nohuge(region, REGION);
 	if (ret)
 		return ret;
 	sr_touch(region, REGION, 1);
 	return sr_helper_start(&helper, (unsigned long)region,
 			       (unsigned long)region + REGION,
-			       helper_write_region);
+			       arg == 1 ? helper_write_all_but_one :
+					  helper_write_region);
 }
 
 /* One hugetlb page of @arg bytes, private; then written. */
@@ -539,6 +567,32 @@ TEST_F(rollup, cow_pages_turn_private_when_child_writes)
 	sr_expect_delta(_metadata, &before, &after, want);
 }
 
+/*
+ * A page still shared with the child amid pages the child copied, which
+ * are private again: the page is counted as shared, its neighbours are not
+ * (counted as private, the page would add 512 kB of Pss, not 510 kB).
+ */
+TEST_F(rollup, cow_a_page_left_shared_amid_private_ones_counts_half)
+{
+	const long long kb = SR_KB(getpagesize());
+	long long want[SR_NR_FIELDS];
+	struct sr_rollup before, after;
+
+	sr_assert_start(_metadata, &self->t, "cow", 1);
+	sr_assert_step(_metadata, &self->t, 1, NULL);	/* written, then fork()ed */
+	sr_assert_read(_metadata, self->t.pid, &before);
+	sr_assert_step(_metadata, &self->t, 2, NULL);	/* the child writes all but one */
+	sr_assert_read(_metadata, self->t.pid, &after);
+
+	sr_delta_init(want);
+	want[SR_PSS] = (REGION_KB - kb) / 2;
+	want[SR_PSS_DIRTY] = (REGION_KB - kb) / 2;
+	want[SR_PSS_ANON] = (REGION_KB - kb) / 2;
+	want[SR_SHARED_DIRTY] = -(REGION_KB - kb);
+	want[SR_PRIVATE_DIRTY] = REGION_KB - kb;
+	sr_expect_delta(_metadata, &before, &after, want);
+}
+
 TEST_F(rollup, mlock_counts_locked)
 {
 	long long want[SR_NR_FIELDS];
@@ -829,6 +883,85 @@ TEST_F(shmem, second_mapper_halves_pss)
 	want[SR_PRIVATE_DIRTY] = -REGION_KB;
 	want[SR_SHARED_DIRTY] = REGION_KB;
 	sr_expect_delta(_metadata, &before, &after, want);
+}
+
+/*
+ * The mapcount of one page amid pages mapped once rises when the test maps
+ * it too, and falls back when it unmaps it: each time only that page moves
+ * between Private_Dirty and Shared_Dirty, and its Pss halves and comes back.
+ */
+TEST_F(shmem, a_page_mapped_again_amid_private_ones_counts_half)
+{
+	const size_t page = getpagesize();
+	const long long kb = SR_KB(page);
+	long long want[SR_NR_FIELDS];
+	struct sr_rollup before, after, again;
+	char *p;
+
+	if (self->fd < 0)
+		SKIP(return, "maps one page of a file");
+	start_shmem_target(_metadata, &self->t, self->fd, self->shmid);
+	sr_assert_step(_metadata, &self->t, 2, NULL);
+	sr_assert_read(_metadata, self->t.pid, &before);
+	p = mmap(NULL, page, PROT_READ, MAP_SHARED, self->fd, 100 * page);
+	ASSERT_NE(MAP_FAILED, p);
+	sr_touch(p, page, -1);
+	sr_assert_read(_metadata, self->t.pid, &after);
+	ASSERT_EQ(0, munmap(p, page));
+	sr_assert_read(_metadata, self->t.pid, &again);
+
+	sr_delta_init(want);
+	want[SR_PSS] = -kb / 2;
+	want[SR_PSS_DIRTY] = -kb / 2;
+	want[SR_PSS_SHMEM] = -kb / 2;
+	want[SR_PRIVATE_DIRTY] = -kb;
+	want[SR_SHARED_DIRTY] = kb;
+	sr_expect_delta(_metadata, &before, &after, want);
+	sr_delta_init(want);
+	sr_expect_delta(_metadata, &before, &again, want);
+}
+
+/*
+ * Pages written with write() and then only read through the mapping: each
+ * entry is young but clean, and the page is dirty, so the pages count as
+ * dirty.  After clear_refs, pread() marks the pages referenced while the
+ * entries stay old: the pages count as referenced.  Referenced is read from
+ * the mapping's smaps entry (clear_refs ages the target's other pages too,
+ * which it touches again as it runs).
+ */
+TEST_F(shmem, written_pages_mapped_by_clean_entries_count_dirty_and_referenced)
+{
+	static char buf[REGION];
+	char path[64];
+	long long want[SR_NR_FIELDS];
+	struct sr_rollup before, after;
+	unsigned long addr;
+
+	if (self->fd < 0)
+		SKIP(return, "writes through a file");
+	memset(buf, 0x3c, sizeof(buf));
+	ASSERT_EQ(REGION, pwrite(self->fd, buf, REGION, 0));
+	start_shmem_target(_metadata, &self->t, self->fd, self->shmid);
+	sr_assert_read(_metadata, self->t.pid, &before);
+	sr_assert_step(_metadata, &self->t, 4, &addr);	/* read through */
+	sr_assert_read(_metadata, self->t.pid, &after);
+
+	sr_delta_init(want);
+	want[SR_RSS] = REGION_KB;
+	want[SR_PSS] = REGION_KB;
+	want[SR_PSS_DIRTY] = REGION_KB;
+	want[SR_PSS_SHMEM] = REGION_KB;
+	want[SR_PRIVATE_DIRTY] = REGION_KB;
+	sr_expect_delta(_metadata, &before, &after, want);
+	EXPECT_EQ(REGION_KB, sr_smaps_vma_field(self->t.pid, addr, "Referenced:"));
+
+	sr_path(path, sizeof(path), self->t.pid, "clear_refs");
+	if (sr_write_long(path, 1))
+		SKIP(return, "cannot write %s", path);
+	ASSERT_EQ(0, sr_smaps_vma_field(self->t.pid, addr, "Referenced:"));
+	ASSERT_EQ(REGION, pread(self->fd, buf, REGION, 0));
+	EXPECT_EQ(REGION_KB, sr_smaps_vma_field(self->t.pid, addr, "Referenced:"));
+	sr_expect_rollup_is_smaps_sum(_metadata, self->t.pid);
 }
 
 /* --- hugetlb --- */
