@@ -378,98 +378,47 @@ FIXTURE_TEARDOWN_PARENT(ksm)
 	sr_write_long(KSM_DIR "run", self->run);
 }
 
-TEST_F_TIMEOUT(ksm, merged_pages_count_in_ksm, 120)
-{
-	const long long kb = KSM_PAGES * SR_KB(getpagesize());
-	long long want[SR_NR_FIELDS];
-	struct sr_rollup before, after;
-	long scans = 0, first_scan = 0, merged = -1;
-	char path[64];
-	int ret;
-
-	sr_assert_start(_metadata, &self->t, "ksm", 0);
-	ret = sr_target_step(&self->t, 1, NULL);
-	if (ret == -EINVAL)
-		SKIP(return, "MADV_MERGEABLE refused (CONFIG_KSM)");
-	ASSERT_EQ(0, ret);
-	sr_assert_read(_metadata, self->t.pid, &before);
-
-	ASSERT_EQ(0, sr_write_long(KSM_DIR "pages_to_scan", 1000));
-	ASSERT_EQ(0, sr_write_long(KSM_DIR "sleep_millisecs", 10));
-	ASSERT_EQ(0, sr_write_long(KSM_DIR "run", 1));
-	/*
-	 * Merging takes ksmd a few full scans.  Poll this process's count of
-	 * merged pages; give up after 20 more full scans.
-	 */
-	sr_path(path, sizeof(path), self->t.pid, "ksm_merging_pages");
-	ASSERT_EQ(0, sr_read_long(KSM_DIR "full_scans", &first_scan));
-	do {
-		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
-		ASSERT_EQ(0, sr_read_long(KSM_DIR "full_scans", &scans));
-		ASSERT_EQ(0, sr_read_long(path, &merged));
-	} while (merged < KSM_PAGES && scans < first_scan + 20);
-	ASSERT_EQ(KSM_PAGES, merged)
-		TH_LOG("ksmd merged %ld of %d pages in %ld full scans",
-		       merged, KSM_PAGES, scans - first_scan);
-	sr_assert_read(_metadata, self->t.pid, &after);
-
-	/*
-	 * All KSM_PAGES page table entries now map one KSM page: each is
-	 * still resident and anonymous, but its Pss is a 1/KSM_PAGES share.
-	 */
-	sr_delta_init(want);
-	want[SR_KSM] = kb;
-	want[SR_PSS] = SR_KB(getpagesize()) - kb;
-	want[SR_PSS_ANON] = SR_KB(getpagesize()) - kb;
-	want[SR_PSS_DIRTY] = SR_ANY;
-	want[SR_SHARED_CLEAN] = SR_ANY;
-	want[SR_SHARED_DIRTY] = SR_ANY;
-	want[SR_PRIVATE_CLEAN] = SR_ANY;
-	want[SR_PRIVATE_DIRTY] = SR_ANY;
-	sr_expect_delta(_metadata, &before, &after, want);
-	EXPECT_EQ(kb, sr_delta(&before, &after, SR_SHARED_CLEAN) +
-		      sr_delta(&before, &after, SR_SHARED_DIRTY));
-	EXPECT_EQ(-kb, sr_delta(&before, &after, SR_PRIVATE_CLEAN) +
-		       sr_delta(&before, &after, SR_PRIVATE_DIRTY));
-}
-
 /*
- * Every other page merged into one KSM page, the others private: each KSM
- * page counts in Ksm and shares its Pss, each private page is counted as
- * before.
+ * Start @workload, which writes the same bytes to @pages of its pages and
+ * makes them mergeable, and let ksmd merge them into one KSM page: each
+ * page table entry of them is still resident and anonymous, but counts in
+ * Ksm, and its Pss is a 1/@pages share of the one page.  Merging takes
+ * ksmd a few full scans: poll this process's count of merged pages, and
+ * give up after 20 more full scans.
  */
-TEST_F_TIMEOUT(ksm, merged_pages_amid_private_ones_count_in_ksm, 120)
+static void ksm_expect_merged(struct __test_metadata *_metadata,
+			      struct sr_target *t, const char *workload,
+			      long pages)
 {
 	const long long page_kb = SR_KB(getpagesize());
-	const long long kb = KSM_PAGES / 2 * page_kb;
+	const long long kb = pages * page_kb;
+	long scans = 0, first_scan = 0, merged = -1;
 	long long want[SR_NR_FIELDS];
 	struct sr_rollup before, after;
-	long scans = 0, first_scan = 0, merged = -1;
 	char path[64];
 	int ret;
 
-	sr_assert_start(_metadata, &self->t, "ksm_some", 0);
-	ret = sr_target_step(&self->t, 1, NULL);
+	sr_assert_start(_metadata, t, workload, 0);
+	ret = sr_target_step(t, 1, NULL);
 	if (ret == -EINVAL)
 		SKIP(return, "MADV_MERGEABLE refused (CONFIG_KSM)");
 	ASSERT_EQ(0, ret);
-	sr_assert_read(_metadata, self->t.pid, &before);
+	sr_assert_read(_metadata, t->pid, &before);
 
 	ASSERT_EQ(0, sr_write_long(KSM_DIR "pages_to_scan", 1000));
 	ASSERT_EQ(0, sr_write_long(KSM_DIR "sleep_millisecs", 10));
 	ASSERT_EQ(0, sr_write_long(KSM_DIR "run", 1));
-	/* As merged_pages_count_in_ksm: poll, 20 more full scans at most. */
-	sr_path(path, sizeof(path), self->t.pid, "ksm_merging_pages");
+	sr_path(path, sizeof(path), t->pid, "ksm_merging_pages");
 	ASSERT_EQ(0, sr_read_long(KSM_DIR "full_scans", &first_scan));
 	do {
 		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
 		ASSERT_EQ(0, sr_read_long(KSM_DIR "full_scans", &scans));
 		ASSERT_EQ(0, sr_read_long(path, &merged));
-	} while (merged < KSM_PAGES / 2 && scans < first_scan + 20);
-	ASSERT_EQ(KSM_PAGES / 2, merged)
-		TH_LOG("ksmd merged %ld of %d pages in %ld full scans",
-		       merged, KSM_PAGES / 2, scans - first_scan);
-	sr_assert_read(_metadata, self->t.pid, &after);
+	} while (merged < pages && scans < first_scan + 20);
+	ASSERT_EQ(pages, merged)
+		TH_LOG("ksmd merged %ld of %ld pages in %ld full scans",
+		       merged, pages, scans - first_scan);
+	sr_assert_read(_metadata, t->pid, &after);
 
 	sr_delta_init(want);
 	want[SR_KSM] = kb;
@@ -485,6 +434,21 @@ TEST_F_TIMEOUT(ksm, merged_pages_amid_private_ones_count_in_ksm, 120)
 		      sr_delta(&before, &after, SR_SHARED_DIRTY));
 	EXPECT_EQ(-kb, sr_delta(&before, &after, SR_PRIVATE_CLEAN) +
 		       sr_delta(&before, &after, SR_PRIVATE_DIRTY));
+}
+
+TEST_F_TIMEOUT(ksm, merged_pages_count_in_ksm, 120)
+{
+	ksm_expect_merged(_metadata, &self->t, "ksm", KSM_PAGES);
+}
+
+/*
+ * Every other page merged into one KSM page, the others private: each KSM
+ * page counts in Ksm and shares its Pss, each private page is counted as
+ * before.
+ */
+TEST_F_TIMEOUT(ksm, merged_pages_amid_private_ones_count_in_ksm, 120)
+{
+	ksm_expect_merged(_metadata, &self->t, "ksm_some", KSM_PAGES / 2);
 }
 
 /* --- Swap --- */

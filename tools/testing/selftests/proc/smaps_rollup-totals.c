@@ -436,6 +436,20 @@ FIXTURE_TEARDOWN_PARENT(rollup)
 			      self->restore_max_map_count);
 }
 
+/*
+ * The change when a second task maps @kb of dirty shmem pages that were
+ * mapped once: they turn shared, and their Pss halves.
+ */
+static void want_shared_by_two(long long *want, long long kb)
+{
+	sr_delta_init(want);
+	want[SR_PSS] = -kb / 2;
+	want[SR_PSS_DIRTY] = -kb / 2;
+	want[SR_PSS_SHMEM] = -kb / 2;
+	want[SR_PRIVATE_DIRTY] = -kb;
+	want[SR_SHARED_DIRTY] = kb;
+}
+
 /* --- Sums and relations --- */
 
 TEST_F(rollup, quiescent_fields_equal_summed_smaps)
@@ -538,12 +552,7 @@ TEST_F(rollup, shared_anon_second_mapper_halves_pss)
 	sr_assert_read(_metadata, self->t.pid, &after);
 
 	/* Shared anonymous memory is shmem. */
-	sr_delta_init(want);
-	want[SR_PSS] = -REGION_KB / 2;
-	want[SR_PSS_DIRTY] = -REGION_KB / 2;
-	want[SR_PSS_SHMEM] = -REGION_KB / 2;
-	want[SR_PRIVATE_DIRTY] = -REGION_KB;
-	want[SR_SHARED_DIRTY] = REGION_KB;
+	want_shared_by_two(want, REGION_KB);
 	sr_expect_delta(_metadata, &before, &after, want);
 }
 
@@ -876,12 +885,7 @@ TEST_F(shmem, second_mapper_halves_pss)
 	sr_touch(p, REGION, -1);
 	sr_assert_read(_metadata, self->t.pid, &after);
 
-	sr_delta_init(want);
-	want[SR_PSS] = -REGION_KB / 2;
-	want[SR_PSS_DIRTY] = -REGION_KB / 2;
-	want[SR_PSS_SHMEM] = -REGION_KB / 2;
-	want[SR_PRIVATE_DIRTY] = -REGION_KB;
-	want[SR_SHARED_DIRTY] = REGION_KB;
+	want_shared_by_two(want, REGION_KB);
 	sr_expect_delta(_metadata, &before, &after, want);
 }
 
@@ -910,12 +914,7 @@ TEST_F(shmem, a_page_mapped_again_amid_private_ones_counts_half)
 	ASSERT_EQ(0, munmap(p, page));
 	sr_assert_read(_metadata, self->t.pid, &again);
 
-	sr_delta_init(want);
-	want[SR_PSS] = -kb / 2;
-	want[SR_PSS_DIRTY] = -kb / 2;
-	want[SR_PSS_SHMEM] = -kb / 2;
-	want[SR_PRIVATE_DIRTY] = -kb;
-	want[SR_SHARED_DIRTY] = kb;
+	want_shared_by_two(want, kb);
 	sr_expect_delta(_metadata, &before, &after, want);
 	sr_delta_init(want);
 	sr_expect_delta(_metadata, &before, &again, want);
