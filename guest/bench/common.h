@@ -2,9 +2,10 @@
 /*
  * Shared helpers for the smaps_rollup benchmarks (the bench programs):
  * clocks, percentiles, the read methods (a sampler's ways to get a
- * process's memory totals), readers looping on a /proc file, CPU pinning
- * and the bench-target handshake. The smaps_rollup format (field list,
- * parser, smaps summing) is the selftests' smaps_rollup_format.h.
+ * process's memory totals), readers looping on a /proc file, CPU pinning,
+ * a forked child's ready/go handshake and the bench-target handshake.
+ * The smaps_rollup format (field list, parser, smaps summing) is the
+ * selftests' smaps_rollup_format.h.
  * Header-only: each program is one translation unit, linked statically.
  */
 #ifndef BENCH_COMMON_H
@@ -387,6 +388,46 @@ static inline uint64_t readers_count(const struct readers *rs)
 	for (int i = 0; i < rs->n; i++)
 		n += rs->log[i].count;
 	return n;
+}
+
+/*
+ * A child forked with a ready/go handshake: the child runs FN(READY, GO,
+ * ARG) with its ends of two pipes (FN must not return: it _exit()s) and
+ * writes a byte on READY once it is ready; the parent keeps the other
+ * ends, @ready to read what the child writes (that first byte, then
+ * whatever FN sends) and @go to write to it (EOF there: the parent is
+ * gone or done).
+ */
+struct child {
+	pid_t pid;
+	int ready, go;
+};
+
+/* child_start: fork FN(ready, go, ARG) and wait for its first byte. */
+static inline void child_start(struct child *c, void (*fn)(int ready, int go, void *arg),
+			       void *arg, const char *what)
+{
+	int ready[2], go[2];
+	char b;
+
+	if (pipe2(ready, O_CLOEXEC) || pipe2(go, O_CLOEXEC))
+		die("pipe");
+	fflush(NULL);	/* the child must not print the parent's buffers again */
+	c->pid = fork();
+	if (c->pid < 0)
+		die("fork");
+	if (c->pid == 0) {
+		close(ready[0]);
+		close(go[1]);
+		fn(ready[1], go[0], arg);
+		_exit(1);
+	}
+	close(ready[1]);
+	close(go[0]);
+	c->ready = ready[0];
+	c->go = go[1];
+	if (read(c->ready, &b, 1) != 1)
+		die("%s did not get ready", what);
 }
 
 /* A running bench-target: commands go to @in, its lines come from @out. */

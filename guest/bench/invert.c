@@ -50,12 +50,14 @@ static uint64_t next_random(uint64_t *s)
 }
 
 /*
- * The mapper: pinned, populates the region, says "r" on READY, waits for
- * a byte on GO, loops for SECONDS and writes its struct op_stats to READY.
+ * The mapper (a child_start() child): pinned, populates the region, says
+ * "r" on READY, waits for a byte on GO, loops for *SECONDS (ARG) and
+ * writes its struct op_stats to READY.
  */
-static void mapper(int ready, int go, double seconds)
+static void mapper(int ready, int go, void *arg)
 {
 	uint64_t seed = 0x9e3779b97f4a7c15ull, end;
+	double seconds = *(const double *)arg;
 	struct op_stats st = { 0 };
 	char *region, b;
 
@@ -120,37 +122,24 @@ static pid_t start_busy(void)
 static void run(const char *cond, const struct method *m, int nrun, double seconds,
 		struct readers *rs)
 {
-	int ready[2], go[2], st;
+	struct child mapper_child;
 	struct op_stats s;
-	pid_t child, busy;
-	char b;
+	pid_t busy;
+	int st;
 
-	if (pipe2(ready, O_CLOEXEC) || pipe2(go, O_CLOEXEC))
-		die("pipe");
-	child = fork();
-	if (child < 0)
-		die("fork");
-	if (child == 0) {
-		close(ready[0]);
-		close(go[1]);
-		mapper(ready[1], go[0], seconds);
-	}
-	close(ready[1]);
-	close(go[0]);
-	if (read(ready[0], &b, 1) != 1)
-		die("the mapper did not get ready");
-	readers_start(rs, m, child, other_cpu, 15);
+	child_start(&mapper_child, mapper, &seconds, "the mapper");
+	readers_start(rs, m, mapper_child.pid, other_cpu, 15);
 	busy = start_busy();
-	write_all(go[1], "g", 1);
-	if (sr_read_full(ready[0], &s, sizeof(s)))
+	write_all(mapper_child.go, "g", 1);
+	if (sr_read_full(mapper_child.ready, &s, sizeof(s)))
 		die("the mapper did not finish");
 	readers_stop(rs);
 	kill(busy, SIGKILL);
 	waitpid(busy, NULL, 0);
-	if (waitpid(child, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+	if (waitpid(mapper_child.pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
 		die("the mapper failed");
-	close(ready[0]);
-	close(go[1]);
+	close(mapper_child.ready);
+	close(mapper_child.go);
 	printf(RECORD_INVERT_FORMAT, cond, rs->n, nrun,
 	       (unsigned long long)s.ops,
 	       (unsigned long long)(s.ops ? s.mmap_sum / s.ops : 0),

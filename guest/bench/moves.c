@@ -42,6 +42,7 @@ struct mover {
 	size_t len;
 	long period_ns;
 	int ready, go;		/* pipes to the reader and from it */
+	int cpu;		/* the target's */
 	struct shared *sh;
 };
 
@@ -135,13 +136,16 @@ static void *mover(void *arg)
 	_exit(0);
 }
 
-/* The target: the mapping and its mover. */
-static void target(struct mover *m, int cpu)
+/* The target (a child_start() child): the mapping and its mover (ARG). */
+static void target(int ready, int go, void *arg)
 {
+	struct mover *m = arg;
 	pthread_t thread;
 	char *res;
 
-	pin_to_cpu(0, cpu);	/* the mover thread inherits it */
+	m->ready = ready;
+	m->go = go;
+	pin_to_cpu(0, m->cpu);	/* the mover thread inherits it */
 	res = mmap(NULL, 2 * m->len + PAGE, PROT_NONE,
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (res == MAP_FAILED)
@@ -205,11 +209,11 @@ static void quiescent(struct tally *t, int n, int pid, int check)
 
 int main(int argc, char **argv)
 {
-	int ready[2], go[2], target_cpu, reader_cpu, n = argc - 4, st;
+	int reader_cpu, n = argc - 4, st;
 	struct tally t[MAX_METHODS] = { 0 };
 	struct mover m = { 0 };
+	struct child c;
 	uint64_t end, moves;
-	pid_t child;
 	char b;
 
 	if (argc < 5 || n > MAX_METHODS)
@@ -224,27 +228,12 @@ int main(int argc, char **argv)
 	m.sh = mmap(NULL, sizeof(*m.sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (!m.len || m.sh == MAP_FAILED)
 		die("%s MiB: no mapping", argv[1]);
-	pin_cpus("bench-moves", &target_cpu, &reader_cpu);
-	if (pipe2(ready, O_CLOEXEC) || pipe2(go, O_CLOEXEC))
-		die("pipe");
-	child = fork();
-	if (child < 0)
-		die("fork");
-	if (child == 0) {
-		close(ready[0]);
-		close(go[1]);
-		m.ready = ready[1];
-		m.go = go[0];
-		target(&m, target_cpu);
-	}
-	close(ready[1]);
-	close(go[0]);
+	pin_cpus("bench-moves", &m.cpu, &reader_cpu);
+	child_start(&c, target, &m, "the target");
 	pin_to_cpu(0, reader_cpu);
-	if (read(ready[0], &b, 1) != 1)
-		die("the target did not get ready");
-	quiescent(t, n, child, 0);
+	quiescent(t, n, c.pid, 0);
 
-	write_all(go[1], "g", 1);
+	write_all(c.go, "g", 1);
 	end = now_ns() + (uint64_t)(atof(argv[3]) * 1e9);
 	while (now_ns() < end) {
 		for (int i = 0; i < n; i++) {
@@ -252,7 +241,7 @@ int main(int argc, char **argv)
 			uint64_t t0 = now_ns();
 			long long kb;
 
-			if (read_rss(&x->m, child, &kb) || kb < 0)
+			if (read_rss(&x->m, c.pid, &kb) || kb < 0)
 				die("%s: no Rss of the target", x->m.name);
 			if (x->reads == x->cap) {
 				x->cap = x->cap ? 2 * x->cap : 4096;
@@ -269,12 +258,12 @@ int main(int argc, char **argv)
 		}
 	}
 	__atomic_store_n(&m.sh->stop, 1, __ATOMIC_RELEASE);
-	if (read(ready[0], &b, 1) != 1 || b != 's')
+	if (read(c.ready, &b, 1) != 1 || b != 's')
 		die("the mover did not stop");
 	moves = __atomic_load_n(&m.sh->moves, __ATOMIC_ACQUIRE);
-	quiescent(t, n, child, 1);
-	close(go[1]);
-	if (waitpid(child, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+	quiescent(t, n, c.pid, 1);
+	close(c.go);
+	if (waitpid(c.pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
 		die("the target failed");
 
 	for (int i = 0; i < n; i++) {
