@@ -35,6 +35,15 @@
  *      /sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled must be
  *      "always" (scripts/bench sets it); the target checks in that size's
  *      stats/anon_fault_alloc that it got such folios for all of it.
+ * Three layouts put all of RSS_MIB in one mapping instead (VMAS is not
+ * used: the process's own few and that one), 4 KiB pages each:
+ *   o  private anonymous, MADV_NOHUGEPAGE, written;
+ *   c  as o, then shared with a forked child that keeps it mapped, never
+ *      writing, until the target exits (each page's mapcount 2, Pss half);
+ *   f  FILE, created, written and mapped private read-only, read-faulted:
+ *      page cache pages.
+ * The target checks in its totals (smaps_rollup, or summed smaps) that it
+ * got what the layout asks for, and dies saying what it got otherwise.
  *
  * Then it prints "ready PID NVMAS RSS_KB" on stdout and obeys lines on
  * stdin:
@@ -46,6 +55,7 @@
  */
 #include "common.h"
 #include <stdbool.h>
+#include <sys/prctl.h>
 
 #define PAGE 4096ul
 
@@ -253,6 +263,107 @@ static void layout(long vmas, long rss_mib, char shape, const char *file)
 	}
 }
 
+/* totals: the process's own totals, from smaps_rollup or else summed smaps. */
+static void totals(unsigned long long *kb)
+{
+	struct sr_rollup r;
+	struct sr_smaps s;
+	char path[64];
+
+	sr_path(path, sizeof(path), getpid(), "smaps_rollup");
+	if (read_rollup_path(path, &r) == 0) {
+		memcpy(kb, r.kb, sizeof(r.kb));
+		return;
+	}
+	sr_path(path, sizeof(path), getpid(), "smaps");
+	if (sum_smaps_path(path, &s))
+		die("read %s", path);
+	memcpy(kb, s.kb, sizeof(s.kb));
+}
+
+/*
+ * The sharer of layout c (a child_start() child): keeps its copy of the
+ * mapping, untouched, until EOF on GO or its parent's death.
+ */
+static void sharer(int ready, int go, void *arg)
+{
+	char b;
+
+	(void)arg;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	close(0);
+	close(1);
+	write_all(ready, "r", 1);
+	while (read(go, &b, 1) > 0)
+		;
+	_exit(0);
+}
+
+static struct child shared_with;
+
+/* At the target's exit, whatever ends it: the sharer killed and reaped. */
+static void sharer_stop(void)
+{
+	if (shared_with.pid <= 0)
+		return;
+	close(shared_with.go);
+	kill(shared_with.pid, SIGKILL);
+	waitpid(shared_with.pid, NULL, 0);
+	shared_with.pid = 0;
+}
+
+/* Layouts o, c and f: RSS_MIB in one mapping. */
+static void one_mapping(long rss_mib, char shape, const char *file)
+{
+	size_t len = (size_t)rss_mib << 20;
+	unsigned long long kb[SR_NR_FIELDS], want = len >> 10, got;
+	char *p;
+
+	if (shape == 'f') {
+		static char chunk[1 << 20];
+		int fd = open(file, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		if (fd < 0)
+			die("create %s", file);
+		memset(chunk, 'f', sizeof(chunk));
+		for (size_t off = 0; off < len; off += sizeof(chunk))
+			write_all(fd, chunk, sizeof(chunk));
+		p = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+		close(fd);
+	} else {
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p != MAP_FAILED && madvise(p, len, MADV_NOHUGEPAGE))
+			die("MADV_NOHUGEPAGE");
+	}
+	if (!len || p == MAP_FAILED)
+		die("mmap %ld MiB", rss_mib);
+	for (size_t off = 0; off < len; off += PAGE) {
+		volatile char *c = p + off;
+
+		if (shape == 'f')
+			(void)*c;
+		else
+			*c = 1;
+	}
+	if (shape == 'c') {
+		child_start(&shared_with, sharer, NULL, "the child sharing the mapping");
+		atexit(sharer_stop);
+	}
+	totals(kb);
+	errno = 0;
+	got = shape == 'f' ? kb[SR_RSS] - kb[SR_ANONYMOUS] : kb[SR_ANONYMOUS];
+	if (got < want || kb[SR_ANON_HUGE_PAGES] || kb[SR_FILE_PMD_MAPPED])
+		die("layout %c: %llu of %llu kB resident %s, AnonHugePages %llu, FilePmdMapped %llu kB",
+		    shape, got, want, shape == 'f' ? "from the file" : "anonymous",
+		    kb[SR_ANON_HUGE_PAGES], kb[SR_FILE_PMD_MAPPED]);
+	/* Rss - Pss: what sharing takes off; half the mapping when shared. */
+	got = kb[SR_RSS] - kb[SR_PSS];
+	want = shape == 'c' ? want / 2 : 0;
+	if (got + (len >> 10) / 100 < want || got > want + (len >> 10) / 100)
+		die("layout %c: Rss - Pss %llu kB, not about %llu (Rss %llu, Pss %llu kB)",
+		    shape, got, want, kb[SR_RSS], kb[SR_PSS]);
+}
+
 static void stall(double seconds, const char *path)
 {
 	size_t cap = 1 << 18, n = 0;
@@ -312,13 +423,16 @@ int main(int argc, char **argv)
 	double secs;
 
 	if (argc != 4)
-		die("usage: bench-target VMAS RSS_MIB[h|u|s|d|a|m] FILE");
+		die("usage: bench-target VMAS RSS_MIB[h|u|s|d|a|m|o|c|f] FILE");
 	strtol(argv[2], &kind, 10);
-	if (kind[0] && (kind[1] || !strchr("husdam", kind[0]))) {
+	if (kind[0] && (kind[1] || !strchr("husdamocf", kind[0]))) {
 		errno = 0;
 		die("bad RSS_MIB[LAYOUT] %s", argv[2]);
 	}
-	layout(atol(argv[1]), atol(argv[2]), kind[0], argv[3]);
+	if (kind[0] && strchr("ocf", kind[0]))
+		one_mapping(atol(argv[2]), kind[0], argv[3]);
+	else
+		layout(atol(argv[1]), atol(argv[2]), kind[0], argv[3]);
 	sr_path(self, sizeof(self), getpid(), "smaps_rollup");
 	if (read_rollup_path(self, &r) == 0) {
 		rss_kb = (long long)r.kb[SR_RSS];
@@ -334,5 +448,5 @@ int main(int argc, char **argv)
 		else
 			die("unknown command: %s", line);
 	}
-	return 0;
+	return 0;	/* and sharer_stop(), at exit */
 }

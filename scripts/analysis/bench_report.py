@@ -8,7 +8,8 @@ from bench_stats import (KERNELS, SAME_BOOT_STOCK, median, per_model, percentile
                          stall_sizes)
 
 LAYOUTS = {"": "spread", "h": "heap", "u": "half-untouched", "s": "shmem-swap", "d": "dense",
-           "a": "anon-4k", "m": "anon-mthp"}
+           "a": "anon-4k", "m": "anon-mthp", "o": "one-vma-anon", "c": "one-vma-forked",
+           "f": "one-vma-file"}
 STALL_CONDS = ("none", "status:1", "rollup:1", f"{SAME_BOOT_STOCK}:1",
                "status:2", "rollup:2", f"{SAME_BOOT_STOCK}:2")
 
@@ -48,7 +49,9 @@ def size_label(vmas, rss):
     what = {"": "spread over the VMAs", "h": "the anonymous half in one VMA",
             "u": "half the VMAs untouched PROT_NONE reservations",
             "s": "half the shmem swapped out", "d": "every VMA resident",
-            "a": "anonymous only, 4 KiB pages", "m": "anonymous only, 64 KiB folios"}[layout]
+            "a": "anonymous only, 4 KiB pages", "m": "anonymous only, 64 KiB folios",
+            "o": "one private anonymous VMA", "c": "one anonymous VMA shared with a child",
+            "f": "one VMA of a page cache file"}[layout]
     return f"{vmas} VMAs, {mib} MiB resident, {what}"
 
 

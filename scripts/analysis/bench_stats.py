@@ -118,7 +118,7 @@ def bootstrap_ratio(a, b, iterations=BOOTSTRAP_ITERATIONS, seed=1):
 
 def rss_key(rss):
     """RSS_MIB[LAYOUT] as bench-target takes it: (512, ''), (512, 'h')..."""
-    mib = rss.rstrip("husdam")
+    mib = rss.rstrip("husdamocf")
     return int(mib), rss[len(mib):]
 
 
@@ -159,7 +159,7 @@ def cost_row(run, vmas, rss):
 def cost_rows(run):
     """Every cell measured on the series kernel, plain layout first."""
     cells = {(k[1], k[2]) for k in run.cost if k[0] == "series"}
-    layout_order = ("", "h", "u", "s", "d", "a", "m")
+    layout_order = ("", "h", "u", "s", "d", "a", "m", "o", "c", "f")
     ordered = sorted(cells, key=lambda c: (layout_order.index(rss_key(c[1])[1]), c[0],
                                            rss_key(c[1])[0]))
     return [cost_row(run, vmas, rss) for vmas, rss in ordered]

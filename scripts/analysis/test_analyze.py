@@ -130,6 +130,25 @@ class AnalyzeTest(Analysed):
                       "MISSED: 4000/16d MiB (17 MiB resident): same boot 1.250, across kernels "
                       "1.200 (maps control 1.000).", self.readme)
 
+    def test_one_vma_cells(self):
+        for rss, same_boot in (("256o", 0.6), ("256c", 0.9), ("256f", 0.7)):
+            row = self.row(1, rss)
+            self.assertAlmostEqual(row["same_boot_series_over_stock"], same_boot)
+            self.assertAlmostEqual(row["same_boot_by_round"][1], same_boot)
+            self.assertAlmostEqual(row["series_over_stock"], same_boot)
+        self.assertIn("- **256 MiB, one private anonymous VMA, same boot: series at most 0.70 "
+                      "of stock's implementation** (TCG guest, emulated times): met: 0.600 "
+                      "(series 6.000 against 10.0 ms, medians of 3 and 3 reads; per round "
+                      "0.600); controls: maps 1.000 ms, status 0.100 ms in that boot, "
+                      "series/stock kernel maps 1.000, status 1.000.", self.readme)
+        self.assertIn("one anonymous VMA shared with a child, same boot: series at most 0.80 "
+                      "of stock's implementation** (TCG guest, emulated times): MISSED: 0.900",
+                      self.readme)
+        self.assertIn("one VMA of a page cache file, same boot: series at most 0.80 of "
+                      "stock's implementation** (TCG guest, emulated times): met: 0.700",
+                      self.readme)
+        self.assertIn("| one private anonymous VMA | 13 | 257 |", self.readme)
+
     def test_models(self):
         self.assertEqual(self.raw_run.models, ["voluntary", "full"])
         self.assertEqual(self.raw_run.model, "voluntary")

@@ -11,7 +11,9 @@ test_analyze.py knows every result:
   smaps 30x rollup on both kernels (bar 1: 30x, met);
   the half-untouched cell (4000:16u) 1.0 on both; the dense cell
   (4000:16d) series 3.0, stock 2.5 (1.2), stock's file in the series
-  boot 2.4 (1.25), maps 1.0 on both.
+  boot 2.4 (1.25), maps 1.0 on both; the one-VMA cells (1:256o, 1:256c,
+  1:256f) series 6.0, 9.0 and 7.0, stock 10.0 on both kernels (same boot
+  0.6, met; 0.9, missed; 0.7, met), maps 1.0, status 0.1.
 - stall, 16000:128h, 20 ops per condition, all 100 µs but one spike:
   status:1 1000 µs on both kernels, series rollup:1 1100, stock rollup:1
   3000, stock's file in the series boot 2500.
@@ -81,6 +83,9 @@ def cost_lines(kernel):
     lines += [f"cost,4000,16u,3999,17228,{m},{i},1000000,17224"
               for m in ("rollup", "status", "maps") for i in range(3)]
     lines += layout_cost(kernel, "4000,16d,3999,17228", 3.0 if kernel == "series" else 2.5, 2.4)
+    for layout, series in (("o", 6.0), ("c", 9.0), ("f", 7.0)):
+        lines += layout_cost(kernel, f"1,256{layout},13,263168",
+                             series if kernel == "series" else 10.0, 10.0)
     return lines
 
 
