@@ -139,7 +139,7 @@ def cost_bars(w, run, a):
 
 
 # Large folios: same boot, the series at most this fraction of stock's cost.
-MTHP_MAX_RATIO = 0.50
+MTHP_MAX_RATIO = 0.20
 
 
 def mthp_bars(w, a):

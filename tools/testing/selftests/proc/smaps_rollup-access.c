@@ -217,39 +217,45 @@ TEST_F(access, zombie_open_fails_esrch)
 	EXPECT_EQ(ESRCH, open_errno(self->child, O_RDONLY));
 }
 
-TEST_F(access, read_after_task_exits_fails_esrch)
+/*
+ * Fork a waiter, open its smaps_rollup, and let it exit: wait until it is
+ * a zombie, and reap it if @reap.  Returns the fd.
+ */
+static int open_then_exit(struct __test_metadata *_metadata, bool reap)
+{
+	int fd, pipe_w;
+	pid_t child;
+
+	child = fork_waiter(&pipe_w);
+	ASSERT_LT(0, child);
+	fd = open_rollup(child);
+	ASSERT_LE(0, fd);
+	close(pipe_w);
+	ASSERT_EQ(0, wait_zombie(child));
+	if (reap)
+		ASSERT_EQ(child, waitpid(child, NULL, 0));
+	return fd;
+}
+
+/* read() of @fd fails with ESRCH; then close @fd. */
+static void expect_read_fails_esrch(struct __test_metadata *_metadata, int fd)
 {
 	char buf[4096];
-	int fd;
 
-	self->child = fork_waiter(&self->child_pipe);
-	ASSERT_LT(0, self->child);
-	fd = open_rollup(self->child);
-	ASSERT_LE(0, fd);
-	close(self->child_pipe);
-	ASSERT_EQ(0, wait_zombie(self->child));
 	errno = 0;
 	EXPECT_EQ(-1, read(fd, buf, sizeof(buf)));
 	EXPECT_EQ(ESRCH, errno);
 	close(fd);
 }
 
+TEST_F(access, read_after_task_exits_fails_esrch)
+{
+	expect_read_fails_esrch(_metadata, open_then_exit(_metadata, false));
+}
+
 TEST_F(access, read_after_task_is_reaped_fails_esrch)
 {
-	char buf[4096];
-	int fd;
-
-	self->child = fork_waiter(&self->child_pipe);
-	ASSERT_LT(0, self->child);
-	fd = open_rollup(self->child);
-	ASSERT_LE(0, fd);
-	close(self->child_pipe);
-	ASSERT_EQ(self->child, waitpid(self->child, NULL, 0));
-	self->child = -1;
-	errno = 0;
-	EXPECT_EQ(-1, read(fd, buf, sizeof(buf)));
-	EXPECT_EQ(ESRCH, errno);
-	close(fd);
+	expect_read_fails_esrch(_metadata, open_then_exit(_metadata, true));
 }
 
 /*
@@ -258,14 +264,8 @@ TEST_F(access, read_after_task_is_reaped_fails_esrch)
  */
 TEST_F(access, lseek_after_task_exits_fails_esrch_except_to_0)
 {
-	int fd;
+	int fd = open_then_exit(_metadata, false);
 
-	self->child = fork_waiter(&self->child_pipe);
-	ASSERT_LT(0, self->child);
-	fd = open_rollup(self->child);
-	ASSERT_LE(0, fd);
-	close(self->child_pipe);
-	ASSERT_EQ(0, wait_zombie(self->child));
 	EXPECT_EQ(0, lseek(fd, 0, SEEK_SET));
 	errno = 0;
 	EXPECT_EQ(-1, lseek(fd, 10, SEEK_SET));
@@ -439,10 +439,7 @@ TEST_F(access, fd_opened_before_exec_fails_esrch)
 
 	ASSERT_EQ(1, write(self->child_pipe, "x", 1));
 	ASSERT_EQ(0, sr_recv_status(ack, NULL)) TH_LOG("exec failed");
-	errno = 0;
-	EXPECT_EQ(-1, read(fd, buf, sizeof(buf)));
-	EXPECT_EQ(ESRCH, errno);
-	close(fd);
+	expect_read_fails_esrch(_metadata, fd);
 	/* A new open sees the new image. */
 	EXPECT_EQ(0, open_errno(self->child, O_RDONLY));
 	close(ack);

@@ -42,18 +42,10 @@ static int idle_step(int step, long arg, unsigned long *val)
 /* @arg pages written, then every other one made read-only: @arg VMAs. */
 static int many_vmas_step(int step, long arg, unsigned long *val)
 {
-	size_t page = getpagesize(), i;
 	char *p;
 
-	p = mmap(NULL, arg * page, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return -errno;
-	sr_touch(p, arg * page, 1);
-	for (i = 1; i < (size_t)arg; i += 2)
-		if (mprotect(p + i * page, page, PROT_READ))
-			return -errno;
-	return 0;
+	return sr_map_anon(&p, arg * getpagesize(), MAP_PRIVATE) ?:
+	       sr_write_and_split(p, arg);
 }
 
 static const struct sr_workload workloads[] = {
@@ -96,7 +88,6 @@ static void ref_find_referenced(struct ref *ref)
 FIXTURE(seq) {
 	struct sr_target t;
 	struct ref ref;
-	ssize_t len;		/* ref.len */
 	char buf[BUF];
 };
 
@@ -152,6 +143,18 @@ static void expect_ref(struct __test_metadata *_metadata,
 		       n, off);
 }
 
+/* Start an "idle" target (start()), then open its smaps_rollup: the fd. */
+static int start_and_open(struct __test_metadata *_metadata,
+			  struct sr_target *t, struct ref *ref)
+{
+	int fd;
+
+	start(_metadata, t, ref, "idle", 0);
+	fd = open(ref->path, O_RDONLY);
+	ASSERT_LE(0, fd);
+	return fd;
+}
+
 FIXTURE_SETUP(seq)
 {
 	self->t.pid = -1;
@@ -168,13 +171,12 @@ TEST_F(seq, every_read_size_1_to_4096_gives_one_read)
 	int fd;
 
 	start(_metadata, &self->t, &self->ref, "idle", 0);
-	self->len = self->ref.len;
 	for (size = 1; size <= 4096; size++) {
 		fd = open(self->ref.path, O_RDONLY);
 		ASSERT_LE(0, fd);
 		n = sr_read_fd(fd, self->buf, sizeof(self->buf), size);
 		close(fd);
-		ASSERT_EQ(self->len, n) TH_LOG("reads of %zu bytes", size);
+		ASSERT_EQ(self->ref.len, n) TH_LOG("reads of %zu bytes", size);
 		ASSERT_TRUE(ref_matches(&self->ref, 0, self->buf, n))
 			TH_LOG("reads of %zu bytes differ from one large read",
 			       size);
@@ -186,17 +188,14 @@ TEST_F(seq, pread_at_every_offset_gives_one_read)
 	ssize_t off, n, want, len;
 	int fd, pass;
 
-	start(_metadata, &self->t, &self->ref, "idle", 0);
-	self->len = self->ref.len;
-	fd = open(self->ref.path, O_RDONLY);
-	ASSERT_LE(0, fd);
+	fd = start_and_open(_metadata, &self->t, &self->ref);
 	/* Up, then down: going backwards makes seq_file start over. */
 	for (pass = 0; pass < 2; pass++) {
-		for (off = 0; off <= self->len + 2; off++) {
-			ssize_t o = pass ? self->len + 2 - off : off;
+		for (off = 0; off <= self->ref.len + 2; off++) {
+			ssize_t o = pass ? self->ref.len + 2 - off : off;
 
 			len = 1 + (o * 13) % 97;
-			want = o < self->len ? self->len - o : 0;
+			want = o < self->ref.len ? self->ref.len - o : 0;
 			if (want > len)
 				want = len;
 			n = pread(fd, self->buf, len, o);
@@ -212,18 +211,15 @@ TEST_F(seq, pread_leaves_file_offset_alone)
 	ssize_t n;
 	int fd;
 
-	start(_metadata, &self->t, &self->ref, "idle", 0);
-	self->len = self->ref.len;
-	fd = open(self->ref.path, O_RDONLY);
-	ASSERT_LE(0, fd);
+	fd = start_and_open(_metadata, &self->t, &self->ref);
 	ASSERT_EQ(10, read(fd, self->buf, 10));
 	ASSERT_EQ(20, pread(fd, self->buf + 10, 20, 200));
 	expect_ref(_metadata, &self->ref, 200, self->buf + 10, 20);
 	EXPECT_EQ(10, lseek(fd, 0, SEEK_CUR));
 	n = sr_read_fd(fd, self->buf + 10, sizeof(self->buf) - 10, 4096);
 	close(fd);
-	ASSERT_EQ(self->len - 10, n);
-	expect_ref(_metadata, &self->ref, 0, self->buf, self->len);
+	ASSERT_EQ(self->ref.len - 10, n);
+	expect_ref(_metadata, &self->ref, 0, self->buf, self->ref.len);
 }
 
 TEST_F(seq, lseek_set_to_every_offset_then_read_gives_the_rest)
@@ -231,14 +227,11 @@ TEST_F(seq, lseek_set_to_every_offset_then_read_gives_the_rest)
 	ssize_t off, n;
 	int fd;
 
-	start(_metadata, &self->t, &self->ref, "idle", 0);
-	self->len = self->ref.len;
-	fd = open(self->ref.path, O_RDONLY);
-	ASSERT_LE(0, fd);
-	for (off = self->len; off >= 0; off--) {
+	fd = start_and_open(_metadata, &self->t, &self->ref);
+	for (off = self->ref.len; off >= 0; off--) {
 		ASSERT_EQ(off, lseek(fd, off, SEEK_SET));
 		n = sr_read_fd(fd, self->buf, sizeof(self->buf), 4096);
-		ASSERT_EQ(self->len - off, n) TH_LOG("after lseek(%zd)", off);
+		ASSERT_EQ(self->ref.len - off, n) TH_LOG("after lseek(%zd)", off);
 		expect_ref(_metadata, &self->ref, off, self->buf, n);
 	}
 	close(fd);
@@ -249,18 +242,24 @@ TEST_F(seq, lseek_cur_moves_relative_to_offset)
 	ssize_t n;
 	int fd;
 
-	start(_metadata, &self->t, &self->ref, "idle", 0);
-	self->len = self->ref.len;
-	fd = open(self->ref.path, O_RDONLY);
-	ASSERT_LE(0, fd);
+	fd = start_and_open(_metadata, &self->t, &self->ref);
 	ASSERT_EQ(100, read(fd, self->buf, 100));
 	ASSERT_EQ(100, lseek(fd, 0, SEEK_CUR));
 	ASSERT_EQ(50, lseek(fd, -50, SEEK_CUR));
 	n = sr_read_fd(fd, self->buf, sizeof(self->buf), 4096);
-	ASSERT_EQ(self->len - 50, n);
+	ASSERT_EQ(self->ref.len - 50, n);
 	expect_ref(_metadata, &self->ref, 50, self->buf, n);
-	EXPECT_EQ(self->len, lseek(fd, 0, SEEK_CUR));
+	EXPECT_EQ(self->ref.len, lseek(fd, 0, SEEK_CUR));
 	close(fd);
+}
+
+static void expect_lseek_einval(struct __test_metadata *_metadata, int fd,
+				off_t off, int whence)
+{
+	errno = 0;
+	EXPECT_EQ(-1, lseek(fd, off, whence))
+		TH_LOG("lseek(%lld, %d)", (long long)off, whence);
+	EXPECT_EQ(EINVAL, errno) TH_LOG("lseek(%lld, %d)", (long long)off, whence);
 }
 
 /* seq_lseek() knows SEEK_SET and SEEK_CUR only. */
@@ -268,20 +267,11 @@ TEST_F(seq, lseek_end_data_hole_fail_einval)
 {
 	int fd;
 
-	start(_metadata, &self->t, &self->ref, "idle", 0);
-	self->len = self->ref.len;
-	fd = open(self->ref.path, O_RDONLY);
-	ASSERT_LE(0, fd);
+	fd = start_and_open(_metadata, &self->t, &self->ref);
 	ASSERT_EQ(7, read(fd, self->buf, 7));
-	errno = 0;
-	EXPECT_EQ(-1, lseek(fd, 0, SEEK_END));
-	EXPECT_EQ(EINVAL, errno);
-	errno = 0;
-	EXPECT_EQ(-1, lseek(fd, 0, SEEK_DATA));
-	EXPECT_EQ(EINVAL, errno);
-	errno = 0;
-	EXPECT_EQ(-1, lseek(fd, 0, SEEK_HOLE));
-	EXPECT_EQ(EINVAL, errno);
+	expect_lseek_einval(_metadata, fd, 0, SEEK_END);
+	expect_lseek_einval(_metadata, fd, 0, SEEK_DATA);
+	expect_lseek_einval(_metadata, fd, 0, SEEK_HOLE);
 	/* The offset is unchanged. */
 	EXPECT_EQ(7, lseek(fd, 0, SEEK_CUR));
 	ASSERT_EQ(5, read(fd, self->buf, 5));
@@ -293,17 +283,10 @@ TEST_F(seq, lseek_to_negative_offset_fails_einval)
 {
 	int fd;
 
-	start(_metadata, &self->t, &self->ref, "idle", 0);
-	self->len = self->ref.len;
-	fd = open(self->ref.path, O_RDONLY);
-	ASSERT_LE(0, fd);
+	fd = start_and_open(_metadata, &self->t, &self->ref);
 	ASSERT_EQ(7, read(fd, self->buf, 7));
-	errno = 0;
-	EXPECT_EQ(-1, lseek(fd, -1, SEEK_SET));
-	EXPECT_EQ(EINVAL, errno);
-	errno = 0;
-	EXPECT_EQ(-1, lseek(fd, -8, SEEK_CUR));
-	EXPECT_EQ(EINVAL, errno);
+	expect_lseek_einval(_metadata, fd, -1, SEEK_SET);
+	expect_lseek_einval(_metadata, fd, -8, SEEK_CUR);
 	EXPECT_EQ(7, lseek(fd, 0, SEEK_CUR));
 	close(fd);
 }
@@ -312,14 +295,11 @@ TEST_F(seq, lseek_past_eof_succeeds_then_read_returns_0)
 {
 	int fd;
 
-	start(_metadata, &self->t, &self->ref, "idle", 0);
-	self->len = self->ref.len;
-	fd = open(self->ref.path, O_RDONLY);
-	ASSERT_LE(0, fd);
-	EXPECT_EQ(self->len + 100, lseek(fd, self->len + 100, SEEK_SET));
+	fd = start_and_open(_metadata, &self->t, &self->ref);
+	EXPECT_EQ(self->ref.len + 100, lseek(fd, self->ref.len + 100, SEEK_SET));
 	EXPECT_EQ(0, read(fd, self->buf, sizeof(self->buf)));
-	EXPECT_EQ(0, pread(fd, self->buf, sizeof(self->buf), self->len));
-	EXPECT_EQ(0, pread(fd, self->buf, sizeof(self->buf), self->len + 4096));
+	EXPECT_EQ(0, pread(fd, self->buf, sizeof(self->buf), self->ref.len));
+	EXPECT_EQ(0, pread(fd, self->buf, sizeof(self->buf), self->ref.len + 4096));
 	close(fd);
 }
 
@@ -328,21 +308,18 @@ TEST_F(seq, reread_after_lseek_0_gives_what_a_fresh_open_gives)
 	ssize_t n;
 	int fd;
 
-	start(_metadata, &self->t, &self->ref, "idle", 0);
-	self->len = self->ref.len;
-	fd = open(self->ref.path, O_RDONLY);
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(self->len, sr_read_fd(fd, self->buf, sizeof(self->buf), 13));
+	fd = start_and_open(_metadata, &self->t, &self->ref);
+	ASSERT_EQ(self->ref.len, sr_read_fd(fd, self->buf, sizeof(self->buf), 13));
 	ASSERT_EQ(0, lseek(fd, 0, SEEK_SET));
 	n = sr_read_fd(fd, self->buf, sizeof(self->buf), 17);
-	ASSERT_EQ(self->len, n);
+	ASSERT_EQ(self->ref.len, n);
 	expect_ref(_metadata, &self->ref, 0, self->buf, n);
 	/* A partial read, then back to the start. */
 	ASSERT_EQ(0, lseek(fd, 0, SEEK_SET));
 	ASSERT_EQ(300, read(fd, self->buf, 300));
 	ASSERT_EQ(0, lseek(fd, 0, SEEK_SET));
 	n = sr_read_fd(fd, self->buf, sizeof(self->buf), 4096);
-	ASSERT_EQ(self->len, n);
+	ASSERT_EQ(self->ref.len, n);
 	expect_ref(_metadata, &self->ref, 0, self->buf, n);
 	close(fd);
 }
@@ -354,11 +331,8 @@ TEST_F(seq, interleaved_reads_of_two_fds_each_give_one_read)
 	ssize_t na, nb;
 	int fa, fb;
 
-	start(_metadata, &self->t, &self->ref, "idle", 0);
-	self->len = self->ref.len;
-	fa = open(self->ref.path, O_RDONLY);
+	fa = start_and_open(_metadata, &self->t, &self->ref);
 	fb = open(self->ref.path, O_RDONLY);
-	ASSERT_LE(0, fa);
 	ASSERT_LE(0, fb);
 	do {
 		na = read(fa, a + la, 7);
@@ -370,8 +344,8 @@ TEST_F(seq, interleaved_reads_of_two_fds_each_give_one_read)
 	} while (na || nb);
 	close(fa);
 	close(fb);
-	ASSERT_EQ(self->len, la);
-	ASSERT_EQ(self->len, lb);
+	ASSERT_EQ(self->ref.len, la);
+	ASSERT_EQ(self->ref.len, lb);
 	expect_ref(_metadata, &self->ref, 0, a, la);
 	expect_ref(_metadata, &self->ref, 0, b, lb);
 }
@@ -380,14 +354,11 @@ TEST_F(seq, read_after_eof_returns_0)
 {
 	int fd, i;
 
-	start(_metadata, &self->t, &self->ref, "idle", 0);
-	self->len = self->ref.len;
-	fd = open(self->ref.path, O_RDONLY);
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(self->len, sr_read_fd(fd, self->buf, sizeof(self->buf), 64));
+	fd = start_and_open(_metadata, &self->t, &self->ref);
+	ASSERT_EQ(self->ref.len, sr_read_fd(fd, self->buf, sizeof(self->buf), 64));
 	for (i = 0; i < 3; i++)
 		EXPECT_EQ(0, read(fd, self->buf, sizeof(self->buf)));
-	EXPECT_EQ(self->len, lseek(fd, 0, SEEK_CUR));
+	EXPECT_EQ(self->ref.len, lseek(fd, 0, SEEK_CUR));
 	close(fd);
 }
 
@@ -395,10 +366,7 @@ TEST_F(seq, zero_length_read_returns_0_and_keeps_offset)
 {
 	int fd;
 
-	start(_metadata, &self->t, &self->ref, "idle", 0);
-	self->len = self->ref.len;
-	fd = open(self->ref.path, O_RDONLY);
-	ASSERT_LE(0, fd);
+	fd = start_and_open(_metadata, &self->t, &self->ref);
 	EXPECT_EQ(0, read(fd, self->buf, 0));
 	ASSERT_EQ(5, read(fd, self->buf, 5));
 	EXPECT_EQ(0, read(fd, self->buf, 0));
@@ -415,19 +383,16 @@ TEST_F(seq, readv_of_small_iovecs_gives_one_read)
 	ssize_t n;
 	int fd, i;
 
-	start(_metadata, &self->t, &self->ref, "idle", 0);
-	self->len = self->ref.len;
+	fd = start_and_open(_metadata, &self->t, &self->ref);
 	for (i = 0; i < 64; i++) {
 		iov[i].iov_base = self->buf + total;
 		iov[i].iov_len = i + 1;
 		total += i + 1;
 	}
-	ASSERT_LT(self->len, total);
-	fd = open(self->ref.path, O_RDONLY);
-	ASSERT_LE(0, fd);
+	ASSERT_LT(self->ref.len, total);
 	n = readv(fd, iov, 64);
 	close(fd);
-	ASSERT_EQ(self->len, n);
+	ASSERT_EQ(self->ref.len, n);
 	expect_ref(_metadata, &self->ref, 0, self->buf, n);
 }
 
@@ -498,20 +463,19 @@ TEST_F_TIMEOUT(seq, big_target_in_small_pieces_gives_one_read, 120)
 	int fd;
 
 	start(_metadata, &self->t, &self->ref, "many_vmas", 5000);
-	self->len = self->ref.len;
 	for (i = 0; i < ARRAY_SIZE(chunks); i++) {
 		fd = open(self->ref.path, O_RDONLY);
 		ASSERT_LE(0, fd);
 		n = sr_read_fd(fd, self->buf, sizeof(self->buf), chunks[i]);
 		close(fd);
-		ASSERT_EQ(self->len, n) TH_LOG("reads of %zu bytes", chunks[i]);
+		ASSERT_EQ(self->ref.len, n) TH_LOG("reads of %zu bytes", chunks[i]);
 		expect_ref(_metadata, &self->ref, 0, self->buf, n);
 	}
 	fd = open(self->ref.path, O_RDONLY);
 	ASSERT_LE(0, fd);
-	for (off = self->len - 1; off >= 0; off -= 37) {
+	for (off = self->ref.len - 1; off >= 0; off -= 37) {
 		n = pread(fd, self->buf, 16, off);
-		ASSERT_EQ(self->len - off < 16 ? self->len - off : 16, n);
+		ASSERT_EQ(self->ref.len - off < 16 ? self->ref.len - off : 16, n);
 		expect_ref(_metadata, &self->ref, off, self->buf, n);
 	}
 	close(fd);

@@ -54,7 +54,11 @@ static int thp_step(int step, long arg, unsigned long *val)
 
 #define KSM_PAGES	64
 
-/* KSM_PAGES identical pages (unlike any other process's), MADV_MERGEABLE. */
+/*
+ * KSM_PAGES pages, MADV_MERGEABLE: pages 0, @arg, 2 * @arg... identical
+ * (and unlike any other process's), the others all different.  With @arg
+ * 2, once ksmd merged them, each KSM page sits between two private pages.
+ */
 static int ksm_step(int step, long arg, unsigned long *val)
 {
 	size_t page = getpagesize(), i;
@@ -66,27 +70,7 @@ static int ksm_step(int step, long arg, unsigned long *val)
 	for (i = 0; i < KSM_PAGES; i++) {
 		memset(region + i * page, 0x5a, page);
 		*(pid_t *)(region + i * page) = getpid();
-	}
-	return madvise(region, KSM_PAGES * page, MADV_MERGEABLE) ? -errno : 0;
-}
-
-/*
- * KSM_PAGES pages, MADV_MERGEABLE: the even ones identical (unlike any
- * other process's), the odd ones all different, so that once ksmd merged
- * them each KSM page sits between two private pages.
- */
-static int ksm_some_step(int step, long arg, unsigned long *val)
-{
-	size_t page = getpagesize(), i;
-	int ret;
-
-	ret = sr_map_anon(&region, KSM_PAGES * page, MAP_PRIVATE);
-	if (ret)
-		return ret;
-	for (i = 0; i < KSM_PAGES; i++) {
-		memset(region + i * page, 0x5a, page);
-		*(pid_t *)(region + i * page) = getpid();
-		if (i % 2)
+		if (i % arg)
 			*(size_t *)(region + i * page + 64) = i;
 	}
 	return madvise(region, KSM_PAGES * page, MADV_MERGEABLE) ? -errno : 0;
@@ -294,7 +278,6 @@ static int mthp_step(int step, long arg, unsigned long *val)
 static const struct sr_workload workloads[] = {
 	{ "thp", thp_step, SR_SETTLE_UNMAP_VDSO | SR_SETTLE_THP },
 	{ "ksm", ksm_step, SR_SETTLE_UNMAP_VDSO },
-	{ "ksm_some", ksm_some_step, SR_SETTLE_UNMAP_VDSO },
 	{ "pageout", pageout_step, SR_SETTLE_UNMAP_VDSO },
 	{ "pageout_three", pageout_three_step, SR_SETTLE_UNMAP_VDSO },
 	{ "mthp", mthp_step, SR_SETTLE_UNMAP_VDSO | SR_SETTLE_THP },
@@ -379,18 +362,19 @@ FIXTURE_TEARDOWN_PARENT(ksm)
 }
 
 /*
- * Start @workload, which writes the same bytes to @pages of its pages and
- * makes them mergeable, and let ksmd merge them into one KSM page: each
- * page table entry of them is still resident and anonymous, but counts in
- * Ksm, and its Pss is a 1/@pages share of the one page.  Merging takes
- * ksmd a few full scans: poll this process's count of merged pages, and
- * give up after 20 more full scans.
+ * Start workload "ksm" with @every, which writes the same bytes to every
+ * @every-th of its pages, KSM_PAGES / @every of them, and makes them
+ * mergeable; let ksmd merge those into one KSM page: each page table entry
+ * of them is still resident and anonymous, but counts in Ksm, and its Pss
+ * is a 1/(KSM_PAGES / @every) share of the one page.  Merging takes ksmd a
+ * few full scans: poll this process's count of merged pages, and give up
+ * after 20 more full scans.
  */
 static void ksm_expect_merged(struct __test_metadata *_metadata,
-			      struct sr_target *t, const char *workload,
-			      long pages)
+			      struct sr_target *t, long every)
 {
 	const long long page_kb = SR_KB(getpagesize());
+	const long pages = KSM_PAGES / every;
 	const long long kb = pages * page_kb;
 	long scans = 0, first_scan = 0, merged = -1;
 	long long want[SR_NR_FIELDS];
@@ -398,7 +382,7 @@ static void ksm_expect_merged(struct __test_metadata *_metadata,
 	char path[64];
 	int ret;
 
-	sr_assert_start(_metadata, t, workload, 0);
+	sr_assert_start(_metadata, t, "ksm", every);
 	ret = sr_target_step(t, 1, NULL);
 	if (ret == -EINVAL)
 		SKIP(return, "MADV_MERGEABLE refused (CONFIG_KSM)");
@@ -438,7 +422,7 @@ static void ksm_expect_merged(struct __test_metadata *_metadata,
 
 TEST_F_TIMEOUT(ksm, merged_pages_count_in_ksm, 120)
 {
-	ksm_expect_merged(_metadata, &self->t, "ksm", KSM_PAGES);
+	ksm_expect_merged(_metadata, &self->t, 1);
 }
 
 /*
@@ -448,7 +432,7 @@ TEST_F_TIMEOUT(ksm, merged_pages_count_in_ksm, 120)
  */
 TEST_F_TIMEOUT(ksm, merged_pages_amid_private_ones_count_in_ksm, 120)
 {
-	ksm_expect_merged(_metadata, &self->t, "ksm_some", KSM_PAGES / 2);
+	ksm_expect_merged(_metadata, &self->t, 2);
 }
 
 /* --- Swap --- */
@@ -484,11 +468,8 @@ TEST_F(swap, pageout_anon_counts_swap_and_swap_pss)
 	long long want[SR_NR_FIELDS];
 	struct sr_rollup before, after;
 
-	sr_assert_start(_metadata, &self->t, "pageout", -1);
-	sr_assert_step(_metadata, &self->t, 1, NULL);
-	sr_assert_read(_metadata, self->t.pid, &before);
-	sr_assert_step(_metadata, &self->t, 2, NULL);
-	sr_assert_read(_metadata, self->t.pid, &after);
+	sr_assert_two_steps(_metadata, &self->t, "pageout", -1,
+			    &before, &after);
 
 	sr_want_private_anon(want, -REGION_KB);
 	want[SR_SWAP] = REGION_KB;
@@ -505,18 +486,10 @@ TEST_F(swap, pageout_shmem_counts_swap_not_swap_pss)
 	self->memfd = memfd_create("smaps_rollup-swap", 0);
 	ASSERT_LE(0, self->memfd);
 	ASSERT_EQ(0, ftruncate(self->memfd, REGION));
-	sr_assert_start(_metadata, &self->t, "pageout", self->memfd);
-	sr_assert_step(_metadata, &self->t, 1, NULL);
-	sr_assert_read(_metadata, self->t.pid, &before);
-	sr_assert_step(_metadata, &self->t, 2, NULL);
-	sr_assert_read(_metadata, self->t.pid, &after);
+	sr_assert_two_steps(_metadata, &self->t, "pageout", self->memfd,
+			    &before, &after);
 
-	sr_delta_init(want);
-	want[SR_RSS] = -REGION_KB;
-	want[SR_PSS] = -REGION_KB;
-	want[SR_PSS_DIRTY] = -REGION_KB;
-	want[SR_PSS_SHMEM] = -REGION_KB;
-	want[SR_PRIVATE_DIRTY] = -REGION_KB;
+	sr_want_private_shmem(want, -REGION_KB);
 	want[SR_SWAP] = REGION_KB;
 	sr_expect_delta(_metadata, &before, &after, want);
 }
@@ -530,11 +503,8 @@ TEST_F(swap, pageout_anon_and_two_shmem_swap_adds_up)
 	long long want[SR_NR_FIELDS];
 	struct sr_rollup before, after;
 
-	sr_assert_start(_metadata, &self->t, "pageout_three", 0);
-	sr_assert_step(_metadata, &self->t, 1, NULL);
-	sr_assert_read(_metadata, self->t.pid, &before);
-	sr_assert_step(_metadata, &self->t, 2, NULL);
-	sr_assert_read(_metadata, self->t.pid, &after);
+	sr_assert_two_steps(_metadata, &self->t, "pageout_three", 0,
+			    &before, &after);
 
 	sr_delta_init(want);
 	want[SR_RSS] = -3 * REGION_KB;
@@ -695,12 +665,7 @@ TEST_F(mthp, folios_shared_with_a_child_count_half)
 {
 	long long want[SR_NR_FIELDS];
 
-	sr_delta_init(want);
-	want[SR_PSS] = MTHP_KB / 2;
-	want[SR_PSS_DIRTY] = MTHP_KB / 2;
-	want[SR_PSS_ANON] = MTHP_KB / 2;
-	want[SR_PRIVATE_DIRTY] = MTHP_KB;
-	want[SR_SHARED_DIRTY] = -MTHP_KB;
+	sr_want_anon_unshared(want, MTHP_KB);
 	mthp_expect(_metadata, &self->t, MTHP_CHILD_UNMAPS, want);
 }
 
@@ -713,12 +678,7 @@ TEST_F(mthp, a_page_copied_by_the_child_turns_private)
 	const long long kb = MTHP_FOLIOS * SR_KB(getpagesize());
 	long long want[SR_NR_FIELDS];
 
-	sr_delta_init(want);
-	want[SR_PSS] = kb / 2;
-	want[SR_PSS_DIRTY] = kb / 2;
-	want[SR_PSS_ANON] = kb / 2;
-	want[SR_SHARED_DIRTY] = -kb;
-	want[SR_PRIVATE_DIRTY] = kb;
+	sr_want_anon_unshared(want, kb);
 	mthp_expect(_metadata, &self->t, MTHP_CHILD_COPIES_ONE, want);
 }
 
@@ -732,12 +692,7 @@ TEST_F(mthp, a_page_shared_amid_private_ones_counts_half)
 	const long long kb = MTHP_FOLIOS * SR_KB(getpagesize());
 	long long want[SR_NR_FIELDS];
 
-	sr_delta_init(want);
-	want[SR_PSS] = (MTHP_KB - kb) / 2;
-	want[SR_PSS_DIRTY] = (MTHP_KB - kb) / 2;
-	want[SR_PSS_ANON] = (MTHP_KB - kb) / 2;
-	want[SR_SHARED_DIRTY] = -(MTHP_KB - kb);
-	want[SR_PRIVATE_DIRTY] = MTHP_KB - kb;
+	sr_want_anon_unshared(want, MTHP_KB - kb);
 	mthp_expect(_metadata, &self->t, MTHP_CHILD_KEEPS_ONE, want);
 }
 

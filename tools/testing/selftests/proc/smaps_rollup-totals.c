@@ -14,11 +14,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <linux/magic.h>
-#include <sched.h>
-#include <sys/mount.h>
 #include <sys/shm.h>
-#include <sys/vfs.h>
 
 #include "smaps_rollup.h"
 
@@ -109,21 +105,25 @@ static int shmem_step(int step, long arg, unsigned long *val)
 		       MAP_SHARED, arg) ?: sr_nohuge(region, REGION);
 }
 
+/*
+ * Write the @len bytes of the region, then fork a helper that maps them
+ * too and does @op to them when told.
+ */
+static int write_and_fork(size_t len, int (*op)(int cmd))
+{
+	region_len = len;
+	sr_touch(region, len, 1);
+	return sr_helper_start(&helper, (unsigned long)region,
+			       (unsigned long)region + len, op);
+}
+
 /* Shared anonymous memory written, then read by a forked helper too. */
 static int shared_anon_step(int step, long arg, unsigned long *val)
 {
-	int ret;
-
 	if (step == 2)
 		return sr_helper_cmd(&helper, 1);
-	region_len = REGION;
-	ret = sr_map_anon(&region, REGION, MAP_SHARED);
-	if (ret)
-		return ret;
-	sr_touch(region, REGION, 1);
-	return sr_helper_start(&helper, (unsigned long)region,
-			       (unsigned long)region + REGION,
-			       helper_read_region);
+	return sr_map_anon(&region, REGION, MAP_SHARED) ?:
+	       write_and_fork(REGION, helper_read_region);
 }
 
 /*
@@ -132,20 +132,11 @@ static int shared_anon_step(int step, long arg, unsigned long *val)
  */
 static int cow_step(int step, long arg, unsigned long *val)
 {
-	int ret;
-
 	if (step == 2)
 		return sr_helper_cmd(&helper, 1);
-	region_len = REGION;
-	ret = sr_map_anon(&region, REGION, MAP_PRIVATE) ?:
-	      sr_nohuge(region, REGION);
-	if (ret)
-		return ret;
-	sr_touch(region, REGION, 1);
-	return sr_helper_start(&helper, (unsigned long)region,
-			       (unsigned long)region + REGION,
-			       arg == 1 ? helper_write_all_but_one :
-					  helper_write_region);
+	return sr_map_anon(&region, REGION, MAP_PRIVATE) ?:
+	       write_and_fork(REGION, arg == 1 ? helper_write_all_but_one :
+						 helper_write_region);
 }
 
 /* One hugetlb page of @arg bytes, private; then written. */
@@ -162,19 +153,11 @@ static int hugetlb_private_step(int step, long arg, unsigned long *val)
 /* One hugetlb page of @arg bytes, shared and written; a helper reads it. */
 static int hugetlb_shared_step(int step, long arg, unsigned long *val)
 {
-	int ret;
-
 	if (step == 2)
 		return sr_helper_cmd(&helper, 1);
-	region_len = arg;
-	ret = sr_mmap((void **)&region, arg, PROT_READ | PROT_WRITE,
-		      MAP_SHARED | MAP_ANONYMOUS | MAP_HUGETLB, -1);
-	if (ret)
-		return ret;
-	sr_touch(region, arg, 1);
-	return sr_helper_start(&helper, (unsigned long)region,
-			       (unsigned long)region + arg,
-			       helper_read_region);
+	return sr_mmap((void **)&region, arg, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS | MAP_HUGETLB, -1) ?:
+	       write_and_fork(arg, helper_read_region);
 }
 
 /* REGION written, then MADV_FREE. */
@@ -236,15 +219,9 @@ static int mlock_some_step(int step, long arg, unsigned long *val)
 /* @arg pages written, then every other one made read-only: @arg VMAs. */
 static int many_vmas_step(int step, long arg, unsigned long *val)
 {
-	size_t page = getpagesize(), i;
-
 	if (step == 1)
-		return sr_map_anon(&region, arg * page, MAP_PRIVATE);
-	sr_touch(region, arg * page, 1);
-	for (i = 1; i < (size_t)arg; i += 2)
-		if (mprotect(region + i * page, page, PROT_READ))
-			return -errno;
-	return 0;
+		return sr_map_anon(&region, arg * getpagesize(), MAP_PRIVATE);
+	return sr_write_and_split(region, arg);
 }
 
 /*
@@ -335,84 +312,6 @@ static void start_mix(struct __test_metadata *_metadata, struct sr_target *t,
 		SKIP(return, "mlock() of %lld kB failed: %s (RLIMIT_MEMLOCK, no CAP_IPC_LOCK)",
 		     REGION_KB, strerror(-ret));
 	ASSERT_EQ(0, ret) TH_LOG("target step 1: %s", strerror(-ret));
-}
-
-/* Write a pattern (non-zero, so no zero-page tricks) of @size bytes. */
-static int fill_file(int fd, size_t size)
-{
-	char buf[4096];
-	size_t done;
-
-	memset(buf, 0x33, sizeof(buf));
-	for (done = 0; done < size; done += sizeof(buf))
-		if (write(fd, buf, sizeof(buf)) != sizeof(buf))
-			return -1;
-	fsync(fd);
-	return 0;
-}
-
-/*
- * An unlinked file of @size bytes in @dir, if @dir is (@tmpfs) or is not
- * (!@tmpfs) a tmpfs.  A tmpfs file is left sparse, others are written.
- */
-static int file_in(const char *dir, bool tmpfs, size_t size)
-{
-	char path[PATH_MAX];
-	struct statfs sfs;
-	bool is_tmpfs;
-	int fd;
-
-	if (!dir || statfs(dir, &sfs))
-		return -1;
-	is_tmpfs = sfs.f_type == TMPFS_MAGIC;
-	if (is_tmpfs != tmpfs)
-		return -1;
-	snprintf(path, sizeof(path), "%s/smaps_rollup.XXXXXX", dir);
-	fd = mkstemp(path);
-	if (fd < 0)
-		return -1;
-	unlink(path);
-	if (tmpfs ? ftruncate(fd, size) : fill_file(fd, size)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/*
- * A file of @size bytes that only we map: on tmpfs if @tmpfs, else page
- * cache that is not shmem (a disk file system, or ramfs).  Looks in the
- * usual places, then (as root) mounts a private tmpfs or ramfs.  Returns
- * an fd (not close-on-exec) or -1.
- */
-static int open_private_file(bool tmpfs, size_t size, const char **where)
-{
-	static const char *const dirs[] = { "/dev/shm", "/tmp", "/var/tmp" };
-	char dir[] = "/tmp/smaps_rollup.XXXXXX";
-	size_t i;
-	int fd;
-
-	*where = getenv("TMPDIR");
-	fd = file_in(*where, tmpfs, size);
-	for (i = 0; fd < 0 && i < ARRAY_SIZE(dirs); i++) {
-		*where = dirs[i];
-		fd = file_in(*where, tmpfs, size);
-	}
-	if (fd >= 0)
-		return fd;
-	/* The mount lives in this test's own mount namespace. */
-	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
-		return -1;
-	if (!mkdtemp(dir))
-		return -1;
-	*where = tmpfs ? "a new tmpfs mount" : "a new ramfs mount";
-	fd = -1;
-	if (!mount("none", dir, tmpfs ? "tmpfs" : "ramfs", 0, NULL)) {
-		fd = file_in(dir, tmpfs, size);
-		umount2(dir, MNT_DETACH);
-	}
-	rmdir(dir);
-	return fd;
 }
 
 FIXTURE(rollup) {
@@ -509,11 +408,8 @@ TEST_F_TIMEOUT(rollup, many_vmas_fields_equal_summed_smaps, 180)
 			     max, pages + 1000);
 		self->restore_max_map_count = max;
 	}
-	sr_assert_start(_metadata, &self->t, "many_vmas", pages);
-	sr_assert_step(_metadata, &self->t, 1, NULL);
-	sr_assert_read(_metadata, self->t.pid, &before);
-	sr_assert_step(_metadata, &self->t, 2, NULL);
-	sr_assert_read(_metadata, self->t.pid, &after);
+	sr_assert_two_steps(_metadata, &self->t, "many_vmas", pages,
+			    &before, &after);
 	ASSERT_EQ(0, sr_sum_smaps(self->t.pid, &s));
 	ASSERT_LE(pages, s.nr_vmas);
 
@@ -529,11 +425,7 @@ TEST_F(rollup, private_anon_counts_touched_part_only)
 	long long want[SR_NR_FIELDS];
 	struct sr_rollup before, after;
 
-	sr_assert_start(_metadata, &self->t, "anon", 0);
-	sr_assert_step(_metadata, &self->t, 1, NULL);
-	sr_assert_read(_metadata, self->t.pid, &before);
-	sr_assert_step(_metadata, &self->t, 2, NULL);
-	sr_assert_read(_metadata, self->t.pid, &after);
+	sr_assert_two_steps(_metadata, &self->t, "anon", 0, &before, &after);
 
 	sr_want_private_anon(want, 16384);
 	want[SR_REFERENCED] = 16384;
@@ -545,11 +437,9 @@ TEST_F(rollup, shared_anon_second_mapper_halves_pss)
 	long long want[SR_NR_FIELDS];
 	struct sr_rollup before, after;
 
-	sr_assert_start(_metadata, &self->t, "shared_anon", 0);
-	sr_assert_step(_metadata, &self->t, 1, NULL);
-	sr_assert_read(_metadata, self->t.pid, &before);
-	sr_assert_step(_metadata, &self->t, 2, NULL);	/* the helper maps the pages too */
-	sr_assert_read(_metadata, self->t.pid, &after);
+	/* Written, a helper forked; then the helper maps the pages too. */
+	sr_assert_two_steps(_metadata, &self->t, "shared_anon", 0,
+			    &before, &after);
 
 	/* Shared anonymous memory is shmem. */
 	want_shared_by_two(want, REGION_KB);
@@ -561,18 +451,10 @@ TEST_F(rollup, cow_pages_turn_private_when_child_writes)
 	long long want[SR_NR_FIELDS];
 	struct sr_rollup before, after;
 
-	sr_assert_start(_metadata, &self->t, "cow", 0);
-	sr_assert_step(_metadata, &self->t, 1, NULL);	/* written, then fork()ed */
-	sr_assert_read(_metadata, self->t.pid, &before);
-	sr_assert_step(_metadata, &self->t, 2, NULL);	/* the child writes its copy */
-	sr_assert_read(_metadata, self->t.pid, &after);
+	/* Written, then fork()ed; then the child writes its copy. */
+	sr_assert_two_steps(_metadata, &self->t, "cow", 0, &before, &after);
 
-	sr_delta_init(want);
-	want[SR_PSS] = REGION_KB / 2;
-	want[SR_PSS_DIRTY] = REGION_KB / 2;
-	want[SR_PSS_ANON] = REGION_KB / 2;
-	want[SR_SHARED_DIRTY] = -REGION_KB;
-	want[SR_PRIVATE_DIRTY] = REGION_KB;
+	sr_want_anon_unshared(want, REGION_KB);
 	sr_expect_delta(_metadata, &before, &after, want);
 }
 
@@ -587,18 +469,10 @@ TEST_F(rollup, cow_a_page_left_shared_amid_private_ones_counts_half)
 	long long want[SR_NR_FIELDS];
 	struct sr_rollup before, after;
 
-	sr_assert_start(_metadata, &self->t, "cow", 1);
-	sr_assert_step(_metadata, &self->t, 1, NULL);	/* written, then fork()ed */
-	sr_assert_read(_metadata, self->t.pid, &before);
-	sr_assert_step(_metadata, &self->t, 2, NULL);	/* the child writes all but one */
-	sr_assert_read(_metadata, self->t.pid, &after);
+	/* Written, then fork()ed; then the child writes all but one page. */
+	sr_assert_two_steps(_metadata, &self->t, "cow", 1, &before, &after);
 
-	sr_delta_init(want);
-	want[SR_PSS] = (REGION_KB - kb) / 2;
-	want[SR_PSS_DIRTY] = (REGION_KB - kb) / 2;
-	want[SR_PSS_ANON] = (REGION_KB - kb) / 2;
-	want[SR_SHARED_DIRTY] = -(REGION_KB - kb);
-	want[SR_PRIVATE_DIRTY] = REGION_KB - kb;
+	sr_want_anon_unshared(want, REGION_KB - kb);
 	sr_expect_delta(_metadata, &before, &after, want);
 }
 
@@ -671,11 +545,8 @@ TEST_F(rollup, madv_free_counts_lazyfree)
 	long long want[SR_NR_FIELDS];
 	struct sr_rollup before, after;
 
-	sr_assert_start(_metadata, &self->t, "lazyfree", 0);
-	sr_assert_step(_metadata, &self->t, 1, NULL);
-	sr_assert_read(_metadata, self->t.pid, &before);
-	sr_assert_step(_metadata, &self->t, 2, NULL);
-	sr_assert_read(_metadata, self->t.pid, &after);
+	sr_assert_two_steps(_metadata, &self->t, "lazyfree", 0,
+			    &before, &after);
 
 	/* MADV_FREE cleans the pages; they stay until reclaim wants them. */
 	sr_delta_init(want);
@@ -713,7 +584,7 @@ FIXTURE_SETUP(file)
 	const char *where;
 
 	self->t.pid = -1;
-	self->fd = open_private_file(false, REGION, &where);
+	self->fd = sr_open_private_file(false, REGION, &where);
 	if (self->fd < 0)
 		SKIP(return, "no non-tmpfs file system to write to, no ramfs (root)");
 	TH_LOG("file on %s", where);
@@ -782,6 +653,98 @@ TEST_F(file, second_mapper_halves_pss)
 
 /* --- Shared memory: memfd, a tmpfs file, SysV --- */
 
+enum { SHMEM_MEMFD, SHMEM_TMPFS, SHMEM_SYSV };
+
+/*
+ * The REGION bytes of shared memory a test maps: a memfd or a tmpfs file
+ * (@fd), or a SysV segment (@shmid); the other is -1.  Skips without one.
+ */
+static void shmem_open(struct __test_metadata *_metadata, int kind, int *fd,
+		       int *shmid)
+{
+	const char *where;
+
+	*fd = -1;
+	*shmid = -1;
+	switch (kind) {
+	case SHMEM_MEMFD:
+		*fd = memfd_create("smaps_rollup", 0);
+		if (*fd < 0)
+			SKIP(return, "memfd_create(): %s (CONFIG_MEMFD_CREATE?)",
+			     strerror(errno));
+		ASSERT_EQ(0, ftruncate(*fd, REGION));
+		break;
+	case SHMEM_TMPFS:
+		*fd = sr_open_private_file(true, REGION, &where);
+		if (*fd < 0)
+			SKIP(return, "no writable tmpfs, and cannot mount one (needs root)");
+		break;
+	case SHMEM_SYSV:
+		*shmid = shmget(IPC_PRIVATE, REGION, IPC_CREAT | 0600);
+		if (*shmid < 0)
+			SKIP(return, "shmget(): %s (CONFIG_SYSVIPC? kernel.shmmax?)",
+			     strerror(errno));
+		break;
+	}
+}
+
+/* Map (fd >= 0) or attach (the SysV segment @shmid) in a new target. */
+static void start_shmem_target(struct __test_metadata *_metadata,
+			       struct sr_target *t, int fd, int shmid)
+{
+	sr_assert_start(_metadata, t, "shmem", shmid >= 0 ? shmid : fd);
+	/* Step 1 attaches the SysV segment, step 3 maps the fd. */
+	sr_assert_step(_metadata, t, shmid >= 0 ? 1 : 3, NULL);
+}
+
+/*
+ * Map the @len bytes at @off once more, in this process, read-only, and
+ * read them: mmap() of the fd, or shmat() of the segment, which attaches
+ * all of it, and munmap() of all the rest of it.
+ */
+static char *map_again(struct __test_metadata *_metadata, int fd, int shmid,
+		       size_t off, size_t len)
+{
+	char *p;
+
+	if (fd >= 0) {
+		p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, off);
+		ASSERT_NE(MAP_FAILED, p);
+	} else {
+		p = shmat(shmid, NULL, SHM_RDONLY);
+		ASSERT_NE((void *)-1, p);
+		if (off)
+			ASSERT_EQ(0, munmap(p, off));
+		if (off + len < REGION)
+			ASSERT_EQ(0, munmap(p + off + len, REGION - off - len));
+		p += off;
+	}
+	sr_touch(p, len, -1);
+	return p;
+}
+
+/*
+ * Write all REGION bytes, but not through the target: with write() to the
+ * fd, or through an attach of the segment that is detached again.
+ */
+static void write_not_through_target(struct __test_metadata *_metadata,
+				     int fd, int shmid)
+{
+	static char buf[REGION];
+	char *p;
+
+	memset(buf, 0x3c, sizeof(buf));
+	if (fd >= 0) {
+		ASSERT_EQ(REGION, pwrite(fd, buf, REGION, 0));
+		return;
+	}
+	p = shmat(shmid, NULL, 0);
+	ASSERT_NE((void *)-1, p);
+	ASSERT_EQ(0, sr_nohuge(p, REGION));
+	memcpy(p, buf, REGION);
+	ASSERT_EQ(0, shmdt(p));
+}
+
 FIXTURE(shmem) {
 	struct sr_target t;
 	int fd, shmid;
@@ -790,8 +753,6 @@ FIXTURE(shmem) {
 FIXTURE_VARIANT(shmem) {
 	int kind;
 };
-
-enum { SHMEM_MEMFD, SHMEM_TMPFS, SHMEM_SYSV };
 
 FIXTURE_VARIANT_ADD(shmem, memfd) {
 	.kind = SHMEM_MEMFD,
@@ -807,46 +768,14 @@ FIXTURE_VARIANT_ADD(shmem, sysv) {
 
 FIXTURE_SETUP(shmem)
 {
-	const char *where;
-
 	self->t.pid = -1;
-	self->fd = -1;
-	self->shmid = -1;
-	switch (variant->kind) {
-	case SHMEM_MEMFD:
-		self->fd = memfd_create("smaps_rollup", 0);
-		if (self->fd < 0)
-			SKIP(return, "memfd_create(): %s (CONFIG_MEMFD_CREATE?)",
-			     strerror(errno));
-		ASSERT_EQ(0, ftruncate(self->fd, REGION));
-		break;
-	case SHMEM_TMPFS:
-		self->fd = open_private_file(true, REGION, &where);
-		if (self->fd < 0)
-			SKIP(return, "no writable tmpfs, and cannot mount one (needs root)");
-		break;
-	case SHMEM_SYSV:
-		self->shmid = shmget(IPC_PRIVATE, REGION, IPC_CREAT | 0600);
-		if (self->shmid < 0)
-			SKIP(return, "shmget(): %s (CONFIG_SYSVIPC? kernel.shmmax?)",
-			     strerror(errno));
-		break;
-	}
+	shmem_open(_metadata, variant->kind, &self->fd, &self->shmid);
 }
 
 FIXTURE_TEARDOWN_PARENT(shmem)
 {
 	if (self->shmid >= 0)
 		shmctl(self->shmid, IPC_RMID, NULL);
-}
-
-/* Map (fd >= 0) or attach (the SysV segment @shmid) in a new target. */
-static void start_shmem_target(struct __test_metadata *_metadata,
-			       struct sr_target *t, int fd, int shmid)
-{
-	sr_assert_start(_metadata, t, "shmem", shmid >= 0 ? shmid : fd);
-	/* Step 1 attaches the SysV segment, step 3 maps the fd. */
-	sr_assert_step(_metadata, t, shmid >= 0 ? 1 : 3, NULL);
 }
 
 TEST_F(shmem, sole_mapper_written_counts_private_shmem)
@@ -859,12 +788,7 @@ TEST_F(shmem, sole_mapper_written_counts_private_shmem)
 	sr_assert_step(_metadata, &self->t, 2, NULL);
 	sr_assert_read(_metadata, self->t.pid, &after);
 
-	sr_delta_init(want);
-	want[SR_RSS] = REGION_KB;
-	want[SR_PSS] = REGION_KB;
-	want[SR_PSS_DIRTY] = REGION_KB;
-	want[SR_PSS_SHMEM] = REGION_KB;
-	want[SR_PRIVATE_DIRTY] = REGION_KB;
+	sr_want_private_shmem(want, REGION_KB);
 	sr_expect_delta(_metadata, &before, &after, want);
 }
 
@@ -872,17 +796,11 @@ TEST_F(shmem, second_mapper_halves_pss)
 {
 	long long want[SR_NR_FIELDS];
 	struct sr_rollup before, after;
-	char *p;
 
 	start_shmem_target(_metadata, &self->t, self->fd, self->shmid);
 	sr_assert_step(_metadata, &self->t, 2, NULL);
 	sr_assert_read(_metadata, self->t.pid, &before);
-	if (self->shmid >= 0)
-		p = shmat(self->shmid, NULL, SHM_RDONLY);
-	else
-		p = mmap(NULL, REGION, PROT_READ, MAP_SHARED, self->fd, 0);
-	ASSERT_NE((void *)-1, p);
-	sr_touch(p, REGION, -1);
+	map_again(_metadata, self->fd, self->shmid, 0, REGION);
 	sr_assert_read(_metadata, self->t.pid, &after);
 
 	want_shared_by_two(want, REGION_KB);
@@ -902,14 +820,10 @@ TEST_F(shmem, a_page_mapped_again_amid_private_ones_counts_half)
 	struct sr_rollup before, after, again;
 	char *p;
 
-	if (self->fd < 0)
-		SKIP(return, "maps one page of a file");
 	start_shmem_target(_metadata, &self->t, self->fd, self->shmid);
 	sr_assert_step(_metadata, &self->t, 2, NULL);
 	sr_assert_read(_metadata, self->t.pid, &before);
-	p = mmap(NULL, page, PROT_READ, MAP_SHARED, self->fd, 100 * page);
-	ASSERT_NE(MAP_FAILED, p);
-	sr_touch(p, page, -1);
+	p = map_again(_metadata, self->fd, self->shmid, 100 * page, page);
 	sr_assert_read(_metadata, self->t.pid, &after);
 	ASSERT_EQ(0, munmap(p, page));
 	sr_assert_read(_metadata, self->t.pid, &again);
@@ -921,37 +835,70 @@ TEST_F(shmem, a_page_mapped_again_amid_private_ones_counts_half)
 }
 
 /*
- * Pages written with write() and then only read through the mapping: each
- * entry is young but clean, and the page is dirty, so the pages count as
- * dirty.  After clear_refs, pread() marks the pages referenced while the
- * entries stay old: the pages count as referenced.  Referenced is read from
- * the mapping's smaps entry (clear_refs ages the target's other pages too,
- * which it touches again as it runs).
+ * Pages written, but not through the target, and then only read by it:
+ * each of its entries is young but clean, and the page is dirty, so the
+ * pages count as dirty.
  */
-TEST_F(shmem, written_pages_mapped_by_clean_entries_count_dirty_and_referenced)
+TEST_F(shmem, written_pages_mapped_by_clean_entries_count_dirty)
 {
-	static char buf[REGION];
-	char path[64];
 	long long want[SR_NR_FIELDS];
 	struct sr_rollup before, after;
-	unsigned long addr;
 
-	if (self->fd < 0)
-		SKIP(return, "writes through a file");
-	memset(buf, 0x3c, sizeof(buf));
-	ASSERT_EQ(REGION, pwrite(self->fd, buf, REGION, 0));
+	write_not_through_target(_metadata, self->fd, self->shmid);
 	start_shmem_target(_metadata, &self->t, self->fd, self->shmid);
 	sr_assert_read(_metadata, self->t.pid, &before);
-	sr_assert_step(_metadata, &self->t, 4, &addr);	/* read through */
+	sr_assert_step(_metadata, &self->t, 4, NULL);	/* read through */
 	sr_assert_read(_metadata, self->t.pid, &after);
 
-	sr_delta_init(want);
-	want[SR_RSS] = REGION_KB;
-	want[SR_PSS] = REGION_KB;
-	want[SR_PSS_DIRTY] = REGION_KB;
-	want[SR_PSS_SHMEM] = REGION_KB;
-	want[SR_PRIVATE_DIRTY] = REGION_KB;
+	sr_want_private_shmem(want, REGION_KB);
 	sr_expect_delta(_metadata, &before, &after, want);
+}
+
+/* --- Shared memory that read() reaches: memfd, a tmpfs file --- */
+
+FIXTURE(shmem_file) {
+	struct sr_target t;
+	int fd, shmid;		/* shmid: -1 */
+};
+
+FIXTURE_VARIANT(shmem_file) {
+	int kind;
+};
+
+FIXTURE_VARIANT_ADD(shmem_file, memfd) {
+	.kind = SHMEM_MEMFD,
+};
+
+FIXTURE_VARIANT_ADD(shmem_file, tmpfs) {
+	.kind = SHMEM_TMPFS,
+};
+
+FIXTURE_SETUP(shmem_file)
+{
+	self->t.pid = -1;
+	shmem_open(_metadata, variant->kind, &self->fd, &self->shmid);
+}
+
+FIXTURE_TEARDOWN(shmem_file)
+{
+}
+
+/*
+ * The target reads the pages through its mapping: its entries are young,
+ * the pages count as referenced.  After clear_refs the entries are old,
+ * and pread() marks the pages referenced: they count as referenced again.
+ * Referenced is read from the mapping's smaps entry (clear_refs ages the
+ * target's other pages too, which it touches again as it runs).
+ */
+TEST_F(shmem_file, pages_read_by_pread_count_referenced_though_entries_are_old)
+{
+	static char buf[REGION];
+	unsigned long addr;
+	char path[64];
+
+	write_not_through_target(_metadata, self->fd, self->shmid);
+	start_shmem_target(_metadata, &self->t, self->fd, self->shmid);
+	sr_assert_step(_metadata, &self->t, 4, &addr);	/* read through */
 	EXPECT_EQ(REGION_KB, sr_smaps_vma_field(self->t.pid, addr, "Referenced:"));
 
 	sr_path(path, sizeof(path), self->t.pid, "clear_refs");
@@ -1029,11 +976,8 @@ TEST_F(hugetlb, private_counts_private_hugetlb_not_rss)
 	long long want[SR_NR_FIELDS];
 	struct sr_rollup before, after;
 
-	sr_assert_start(_metadata, &self->t, "hugetlb_private", self->hp_kb << 10);
-	sr_assert_step(_metadata, &self->t, 1, NULL);
-	sr_assert_read(_metadata, self->t.pid, &before);
-	sr_assert_step(_metadata, &self->t, 2, NULL);
-	sr_assert_read(_metadata, self->t.pid, &after);
+	sr_assert_two_steps(_metadata, &self->t, "hugetlb_private",
+			    self->hp_kb << 10, &before, &after);
 
 	sr_delta_init(want);
 	want[SR_REFERENCED] = 0;
@@ -1046,11 +990,9 @@ TEST_F(hugetlb, shared_with_child_counts_shared_hugetlb)
 	long long want[SR_NR_FIELDS];
 	struct sr_rollup before, after;
 
-	sr_assert_start(_metadata, &self->t, "hugetlb_shared", self->hp_kb << 10);
-	sr_assert_step(_metadata, &self->t, 1, NULL);	/* written, a helper forked */
-	sr_assert_read(_metadata, self->t.pid, &before);
-	sr_assert_step(_metadata, &self->t, 2, NULL);	/* the helper maps it too */
-	sr_assert_read(_metadata, self->t.pid, &after);
+	/* Written, a helper forked; then the helper maps it too. */
+	sr_assert_two_steps(_metadata, &self->t, "hugetlb_shared",
+			    self->hp_kb << 10, &before, &after);
 
 	sr_delta_init(want);
 	want[SR_REFERENCED] = 0;

@@ -43,6 +43,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -56,6 +57,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -714,6 +716,18 @@ static inline void sr_fill_distinct(char *p, size_t len)
 	}
 }
 
+/* Write the @pages pages at @p, then make every other one read-only. */
+static inline int sr_write_and_split(char *p, long pages)
+{
+	size_t page = getpagesize(), i;
+
+	sr_touch(p, pages * page, 1);
+	for (i = 1; i < (size_t)pages; i += 2)
+		if (mprotect(p + i * page, page, PROT_READ))
+			return -errno;
+	return 0;
+}
+
 /* --- Helpers of the totals tests (smaps_rollup-totals*.c) --- */
 
 /* Keep khugepaged and THP faults out of 4 kB-page workloads: 0 or -errno. */
@@ -752,6 +766,85 @@ static inline int sr_lock_range(void *addr, size_t len)
 	return mlock(addr, len) ? -errno : 0;
 }
 
+/* Write a pattern (non-zero, so no zero-page tricks) of @size bytes. */
+static inline int sr_fill_file(int fd, size_t size)
+{
+	char buf[4096];
+	size_t done;
+
+	memset(buf, 0x33, sizeof(buf));
+	for (done = 0; done < size; done += sizeof(buf))
+		if (write(fd, buf, sizeof(buf)) != sizeof(buf))
+			return -1;
+	fsync(fd);
+	return 0;
+}
+
+/*
+ * An unlinked file of @size bytes in @dir, if @dir is (@tmpfs) or is not
+ * (!@tmpfs) a tmpfs.  A tmpfs file is left sparse, others are written.
+ */
+static inline int sr_file_in(const char *dir, bool tmpfs, size_t size)
+{
+	char path[PATH_MAX];
+	struct statfs sfs;
+	bool is_tmpfs;
+	int fd;
+
+	if (!dir || statfs(dir, &sfs))
+		return -1;
+	is_tmpfs = sfs.f_type == TMPFS_MAGIC;
+	if (is_tmpfs != tmpfs)
+		return -1;
+	snprintf(path, sizeof(path), "%s/smaps_rollup.XXXXXX", dir);
+	fd = mkstemp(path);
+	if (fd < 0)
+		return -1;
+	unlink(path);
+	if (tmpfs ? ftruncate(fd, size) : sr_fill_file(fd, size)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * A file of @size bytes that only we map: on tmpfs if @tmpfs, else page
+ * cache that is not shmem (a disk file system, or ramfs).  Looks in the
+ * usual places, then (as root) mounts a private tmpfs or ramfs.  Returns
+ * an fd (not close-on-exec) or -1.
+ */
+static inline int sr_open_private_file(bool tmpfs, size_t size,
+				       const char **where)
+{
+	static const char *const dirs[] = { "/dev/shm", "/tmp", "/var/tmp" };
+	char dir[] = "/tmp/smaps_rollup.XXXXXX";
+	size_t i;
+	int fd;
+
+	*where = getenv("TMPDIR");
+	fd = sr_file_in(*where, tmpfs, size);
+	for (i = 0; fd < 0 && i < ARRAY_SIZE(dirs); i++) {
+		*where = dirs[i];
+		fd = sr_file_in(*where, tmpfs, size);
+	}
+	if (fd >= 0)
+		return fd;
+	/* The mount lives in this test's own mount namespace. */
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		return -1;
+	if (!mkdtemp(dir))
+		return -1;
+	*where = tmpfs ? "a new tmpfs mount" : "a new ramfs mount";
+	fd = -1;
+	if (!mount("none", dir, tmpfs ? "tmpfs" : "ramfs", 0, NULL)) {
+		fd = sr_file_in(dir, tmpfs, size);
+		umount2(dir, MNT_DETACH);
+	}
+	rmdir(dir);
+	return fd;
+}
+
 /* A target step that failed because mlock() was refused. */
 static inline bool sr_mlock_refused(int ret)
 {
@@ -782,6 +875,22 @@ static inline void sr_assert_read(struct __test_metadata *_metadata,
 }
 
 /*
+ * Start workload @name with @arg and run its step 1, read @before, run its
+ * step 2, and read @after.
+ */
+static inline void sr_assert_two_steps(struct __test_metadata *_metadata,
+				       struct sr_target *t, const char *name,
+				       long arg, struct sr_rollup *before,
+				       struct sr_rollup *after)
+{
+	sr_assert_start(_metadata, t, name, arg);
+	sr_assert_step(_metadata, t, 1, NULL);
+	sr_assert_read(_metadata, t->pid, before);
+	sr_assert_step(_metadata, t, 2, NULL);
+	sr_assert_read(_metadata, t->pid, after);
+}
+
+/*
  * The change of every field that writing @kb of private anonymous memory
  * makes (or, with @kb < 0, that unmapping it makes): only that.
  */
@@ -794,6 +903,36 @@ static inline void sr_want_private_anon(long long *want, long long kb)
 	want[SR_PSS_ANON] = kb;
 	want[SR_PRIVATE_DIRTY] = kb;
 	want[SR_ANONYMOUS] = kb;
+}
+
+/*
+ * The change of every field that @kb of dirty shmem, which the target
+ * alone maps, makes when the target maps it (or, with @kb < 0, when it is
+ * paged out): only that.
+ */
+static inline void sr_want_private_shmem(long long *want, long long kb)
+{
+	sr_delta_init(want);
+	want[SR_RSS] = kb;
+	want[SR_PSS] = kb;
+	want[SR_PSS_DIRTY] = kb;
+	want[SR_PSS_SHMEM] = kb;
+	want[SR_PRIVATE_DIRTY] = kb;
+}
+
+/*
+ * The change when @kb of dirty anonymous memory that the target shared
+ * with one other task is its alone again (the other copied or unmapped
+ * it): it turns private, and its Pss doubles.
+ */
+static inline void sr_want_anon_unshared(long long *want, long long kb)
+{
+	sr_delta_init(want);
+	want[SR_PSS] = kb / 2;
+	want[SR_PSS_DIRTY] = kb / 2;
+	want[SR_PSS_ANON] = kb / 2;
+	want[SR_SHARED_DIRTY] = -kb;
+	want[SR_PRIVATE_DIRTY] = kb;
 }
 
 #endif /* SELFTESTS_PROC_SMAPS_ROLLUP_H */
