@@ -3,7 +3,8 @@
  * Shared helpers for the smaps_rollup benchmarks (the bench programs):
  * clocks, percentiles, the read methods (a sampler's ways to get a
  * process's memory totals), readers looping on a /proc file, CPU pinning,
- * a forked child's ready/go handshake and the bench-target handshake.
+ * swap entries in a region's page tables, a forked child's ready/go
+ * handshake and the bench-target handshake.
  * The smaps_rollup format (field list, parser, smaps summing) is the
  * selftests' smaps_rollup_format.h.
  * Header-only: each program is one translation unit, linked statically.
@@ -30,6 +31,9 @@
 
 #include "smaps_rollup_format.h"
 #include "records.h"
+
+/* The page size the programs assume (x86). */
+#define PAGE 4096ul
 
 __attribute__((unused)) static void die(const char *fmt, ...)
 {
@@ -188,20 +192,87 @@ static inline int read_rollup_path(const char *path, struct sr_rollup *r)
 	return 0;
 }
 
-/* status_rss: VmRSS of /proc/PID/status in kB into *KB; 0 or -errno. */
-static inline int status_rss(const char *path, long long *kb)
+/*
+ * proc_kb: the value of the line "NAME: N kB" of PATH (/proc/PID/status:
+ * VmRSS, VmSwap; /proc/meminfo: SwapTotal) into *KB, -1 when PATH has no
+ * such line; 0 or -errno.
+ */
+static inline int proc_kb(const char *path, const char *name, long long *kb)
 {
-	char buf[8192], *p;
-	ssize_t n = sr_read_path(path, buf, sizeof(buf) - 1);
+	char buf[8192], key[64], *p;
+	ssize_t n = sr_read_path(path, buf + 1, sizeof(buf) - 2);
 
 	*kb = -1;
 	if (n < 0)
 		return (int)n;
-	buf[n] = '\0';
-	p = strstr(buf, "\nVmRSS:");
+	buf[0] = '\n';	/* so that the first line matches too */
+	buf[n + 1] = '\0';
+	snprintf(key, sizeof(key), "\n%s:", name);
+	p = strstr(buf, key);
 	if (p)
-		*kb = strtoll(p + 7, NULL, 10);
+		*kb = strtoll(p + strlen(key), NULL, 10);
 	return 0;
+}
+
+/*
+ * Swap entries in a process's page tables: every SWAP_EVERY-th page of a
+ * region paged out with MADV_PAGEOUT to the guest's swap (guest/setup
+ * turns on a zram device): bench-invert's +swap conditions
+ * (records.h INVERT_SWAP_SUFFIX), bench-target's layout p.
+ */
+#define SWAP_EVERY 64
+
+/* swap_require: die, saying why, unless swap is on with KB kB free. */
+static inline void swap_require(long long kb)
+{
+	long long total, free;
+
+	if (proc_kb("/proc/meminfo", "SwapTotal", &total) ||
+	    proc_kb("/proc/meminfo", "SwapFree", &free))
+		die("read /proc/meminfo");
+	errno = 0;
+	if (total <= 0)
+		die("no swap on: the swap cells need it (guest/setup turns on a zram device)");
+	if (free < kb)
+		die("%lld kB of swap free, %lld kB needed", free, kb);
+}
+
+/*
+ * page_out_every: MADV_PAGEOUT pages 0, SWAP_EVERY, 2 * SWAP_EVERY... of
+ * [START, START + LEN), one call each (one call over the range would page
+ * out all of it). With PENDING, one flag per such page, only the pages
+ * flagged, each flag cleared first. A page unmapped meanwhile (ENOMEM) is
+ * passed over. Returns the pages asked for.
+ */
+static inline long page_out_every(char *start, size_t len, unsigned char *pending)
+{
+	long n = 0;
+
+	for (size_t i = 0; i * SWAP_EVERY * PAGE < len; i++) {
+		if (pending && !__atomic_exchange_n(&pending[i], 0, __ATOMIC_ACQ_REL))
+			continue;
+		if (madvise(start + i * SWAP_EVERY * PAGE, PAGE, MADV_PAGEOUT) && errno != ENOMEM)
+			die("MADV_PAGEOUT");
+		n++;
+	}
+	return n;
+}
+
+/*
+ * swap_check: the caller's VmSwap in kB; dies, saying WHEN, if it is
+ * below MIN_KB (the pages did not go to swap, or came back).
+ */
+static inline long long swap_check(long long min_kb, const char *when)
+{
+	long long kb;
+
+	if (proc_kb("/proc/self/status", "VmSwap", &kb))
+		die("read /proc/self/status");
+	errno = 0;
+	if (kb < min_kb)
+		die("%s: VmSwap %lld kB, below %lld kB: the pages did not go to swap (is swap on? guest/setup)",
+		    when, kb, min_kb);
+	return kb;
 }
 
 /*
@@ -271,7 +342,7 @@ static inline int read_method(const struct method *m, int pid, long long *value)
 	sr_path(path, sizeof(path), pid, m->file);
 	switch (m->kind) {
 	case M_STATUS:
-		return status_rss(path, value);
+		return proc_kb(path, "VmRSS", value);
 	case M_ROLLUP:
 		ret = read_rollup_path(path, &r);
 		*value = ret ? -1 : (long long)r.kb[SR_PSS];

@@ -13,23 +13,43 @@
  * CPU 1 meanwhile: the readers of COND at nice 15, and beside them a
  * nice-0 task busy for 2 ms, asleep for 1 ms, again and again, which
  * preempts them. COND is "none", "status:N" (the control), "rollup:N" or
- * "rollup=FILE:N" (smaps_rollup_stock), as for bench-stall. Prints per run:
+ * "rollup=FILE:N" (smaps_rollup_stock), as for bench-stall, each also
+ * with the suffix "+swap" (records.h INVERT_SWAP_SUFFIX): then swap must
+ * be on (guest/setup), every SWAP_EVERY-th page of the region (common.h)
+ * is paged out with MADV_PAGEOUT once populated, and while the mapper
+ * runs, a pager thread of it on its CPU pages out again every few ms
+ * those of them it mapped again, so that about 1/64 of the region is swap
+ * entries all along; the mapper dies unless its VmSwap holds at least
+ * half of that before and after the loop (on stderr: both, and the pages
+ * paged out again). Prints per run:
  *   invert,COND,READERS,RUN,OPS,MMAP_MEAN,MMAP_MAX,MUNMAP_MEAN,MUNMAP_MAX,READS
  *   (records.h RECORD_INVERT_FORMAT)
  * (ns; OPS counts munmap + mmap pairs; READS the readers' reads).
  */
 #include "common.h"
+#include <pthread.h>
+#include <stdbool.h>
 
 #define REGION (128ul << 20)
-#define PAGE 4096ul
 #define PAUSE_NS 10000
 #define BUSY_NS 2000000ull
 #define SLEEP_NS 1000000
+#define SWAP_PAGES (REGION / PAGE / SWAP_EVERY)
+#define SWAP_KB ((long long)(SWAP_PAGES * PAGE >> 10))
+#define PAGER_PERIOD_NS 5000000
 
 static int mapper_cpu, other_cpu;	/* pin_cpus() */
 
 struct op_stats {
 	uint64_t ops, mmap_sum, mmap_max, munmap_sum, munmap_max;
+	long long swap_start_kb, swap_end_kb;	/* +swap: VmSwap before and after */
+	uint64_t paged_out;	/* +swap: pages the pager paged out again */
+};
+
+/* The mapper's settings (child_start()'s ARG). */
+struct mapper_arg {
+	double seconds;
+	bool swap;		/* COND+swap */
 };
 
 static void sleep_ns(long ns)
@@ -50,15 +70,41 @@ static uint64_t next_random(uint64_t *s)
 }
 
 /*
- * The mapper (a child_start() child): pinned, populates the region, says
- * "r" on READY, waits for a byte on GO, loops for *SECONDS (ARG) and
- * writes its struct op_stats to READY.
+ * The pager of a +swap mapper, a thread on its CPU: every PAGER_PERIOD_NS
+ * until STOP, it pages out again the pages of PENDING, those of every
+ * SWAP_EVERY-th that the mapper has mapped again and written since.
+ */
+struct pager {
+	char *region;
+	unsigned char pending[SWAP_PAGES];
+	int stop;
+	uint64_t pages;
+};
+
+static void *pager(void *arg)
+{
+	struct pager *p = arg;
+
+	while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
+		sleep_ns(PAGER_PERIOD_NS);
+		p->pages += (uint64_t)page_out_every(p->region, REGION, p->pending);
+	}
+	return NULL;
+}
+
+/*
+ * The mapper (a child_start() child): pinned, populates the region (with
+ * +swap: pages every SWAP_EVERY-th page out and starts its pager), says
+ * "r" on READY, waits for a byte on GO, loops for the seconds of ARG (a
+ * struct mapper_arg) and writes its struct op_stats to READY.
  */
 static void mapper(int ready, int go, void *arg)
 {
+	const struct mapper_arg *a = arg;
 	uint64_t seed = 0x9e3779b97f4a7c15ull, end;
-	double seconds = *(const double *)arg;
 	struct op_stats st = { 0 };
+	static struct pager pg;
+	pthread_t thread;
 	char *region, b;
 
 	pin_to_cpu(0, mapper_cpu);
@@ -69,12 +115,22 @@ static void mapper(int ready, int go, void *arg)
 	madvise(region, REGION, MADV_NOHUGEPAGE);
 	for (size_t off = 0; off < REGION; off += PAGE)
 		region[off] = 1;
+	if (a->swap) {
+		swap_require(SWAP_KB);
+		page_out_every(region, REGION, NULL);
+		st.swap_start_kb = swap_check(SWAP_KB / 2, "the mapper's region paged out");
+		pg.region = region;
+		errno = pthread_create(&thread, NULL, pager, &pg);	/* on this CPU */
+		if (errno)
+			die("pthread_create");
+	}
 	write_all(ready, "r", 1);
 	if (read(go, &b, 1) != 1)
 		_exit(1);
-	end = now_ns() + (uint64_t)(seconds * 1e9);
+	end = now_ns() + (uint64_t)(a->seconds * 1e9);
 	while (now_ns() < end) {
-		char *page = region + next_random(&seed) % (REGION / PAGE) * PAGE;
+		size_t index = next_random(&seed) % (REGION / PAGE);
+		char *page = region + index * PAGE;
 		uint64_t t0, t1, t2;
 
 		t0 = now_ns();
@@ -89,12 +145,20 @@ static void mapper(int ready, int go, void *arg)
 		t1 -= t0;
 		t2 = now_ns() - t2;
 		*page = 1;
+		if (a->swap && index % SWAP_EVERY == 0)
+			__atomic_store_n(&pg.pending[index / SWAP_EVERY], 1, __ATOMIC_RELEASE);
 		st.ops++;
 		st.munmap_sum += t1;
 		st.mmap_sum += t2;
 		st.munmap_max = t1 > st.munmap_max ? t1 : st.munmap_max;
 		st.mmap_max = t2 > st.mmap_max ? t2 : st.mmap_max;
 		sleep_ns(PAUSE_NS);
+	}
+	if (a->swap) {
+		__atomic_store_n(&pg.stop, 1, __ATOMIC_RELEASE);
+		pthread_join(thread, NULL);
+		st.paged_out = pg.pages;
+		st.swap_end_kb = swap_check(SWAP_KB / 2, "the mapper's region after the loop");
 	}
 	write_all(ready, &st, sizeof(st));
 	_exit(0);
@@ -119,7 +183,7 @@ static pid_t start_busy(void)
 	}
 }
 
-static void run(const char *cond, const struct method *m, int nrun, double seconds,
+static void run(const char *cond, const struct method *m, int nrun, struct mapper_arg *a,
 		struct readers *rs)
 {
 	struct child mapper_child;
@@ -127,7 +191,7 @@ static void run(const char *cond, const struct method *m, int nrun, double secon
 	pid_t busy;
 	int st;
 
-	child_start(&mapper_child, mapper, &seconds, "the mapper");
+	child_start(&mapper_child, mapper, a, "the mapper");
 	readers_start(rs, m, mapper_child.pid, other_cpu, 15);
 	busy = start_busy();
 	write_all(mapper_child.go, "g", 1);
@@ -140,6 +204,10 @@ static void run(const char *cond, const struct method *m, int nrun, double secon
 		die("the mapper failed");
 	close(mapper_child.ready);
 	close(mapper_child.go);
+	if (a->swap)
+		fprintf(stderr, "bench-invert: %s run %d: the mapper's VmSwap %lld kB before, %lld kB after, %llu pages paged out again\n",
+			cond, nrun, s.swap_start_kb, s.swap_end_kb,
+			(unsigned long long)s.paged_out);
 	printf(RECORD_INVERT_FORMAT, cond, rs->n, nrun,
 	       (unsigned long long)s.ops,
 	       (unsigned long long)(s.ops ? s.mmap_sum / s.ops : 0),
@@ -152,25 +220,31 @@ static void run(const char *cond, const struct method *m, int nrun, double secon
 
 int main(int argc, char **argv)
 {
+	size_t suffix = strlen(INVERT_SWAP_SUFFIX);
+	struct mapper_arg a;
 	struct readers rs;
-	double seconds;
 	int runs;
 
 	if (argc < 4)
-		die("usage: bench-invert SECONDS RUNS COND...");
-	seconds = atof(argv[1]);
+		die("usage: bench-invert SECONDS RUNS COND[" INVERT_SWAP_SUFFIX "]...");
+	a.seconds = atof(argv[1]);
 	runs = atoi(argv[2]);
 	readers_init(&rs);
 	pin_cpus("bench-invert", &mapper_cpu, &other_cpu);
 	pin_to_cpu(0, other_cpu);	/* this program only waits */
 	for (int c = 3; c < argc; c++) {
+		size_t len = strlen(argv[c]);
 		struct method m;
+		char spec[64];
 
-		parse_method(&m, strcmp(argv[c], "none") ? argv[c] : "status:0", 1);
+		a.swap = len > suffix && !strcmp(argv[c] + len - suffix, INVERT_SWAP_SUFFIX);
+		snprintf(spec, sizeof(spec), "%.*s", (int)(a.swap ? len - suffix : len), argv[c]);
+		parse_method(&m, strcmp(spec, "none") ? spec : "status:0", 1);
 		if ((m.kind != M_STATUS && m.kind != M_ROLLUP) || m.count < 0)
-			die("bad condition %s (none, status:N or rollup[=FILE]:N)", argv[c]);
+			die("bad condition %s (none, status:N or rollup[=FILE]:N, each with or without "
+			    INVERT_SWAP_SUFFIX ")", argv[c]);
 		for (int r = 1; r <= runs; r++)
-			run(argv[c], &m, r, seconds, &rs);
+			run(argv[c], &m, r, &a, &rs);
 	}
 	return 0;
 }

@@ -29,7 +29,6 @@
 #include "common.h"
 #include <pthread.h>
 
-#define PAGE 4096ul
 #define MAX_METHODS 8
 
 struct shared {		/* MAP_SHARED between the reader and the target */
@@ -176,7 +175,7 @@ static int read_rss(const struct method *m, int pid, long long *kb)
 
 	sr_path(path, sizeof(path), pid, m->file);
 	if (m->kind == M_STATUS)
-		return status_rss(path, kb);
+		return proc_kb(path, "VmRSS", kb);
 	ret = read_rollup_path(path, &r);
 	*kb = ret ? -1 : (long long)r.kb[SR_RSS];
 	return ret;

@@ -40,6 +40,12 @@
 #define RECORD_INVERT_FIELDS \
 	"cond,readers,run,ops,mmap_mean,mmap_max,munmap_mean,munmap_max,reads"
 #define RECORD_INVERT_FORMAT "invert,%s,%d,%d,%llu,%llu,%llu,%llu,%llu,%llu\n"
+/*
+ * A bench-invert condition that ends in this (status:1+swap, rollup:1+swap)
+ * keeps every SWAP_EVERY-th page of the mapper's region (common.h) paged
+ * out to swap while the mapper runs; its control is status:N with it too.
+ */
+#define INVERT_SWAP_SUFFIX "+swap"
 
 /* bench-moves: one method of one moves cell. */
 #define RECORD_MOVES_FIELDS \

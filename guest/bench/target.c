@@ -16,6 +16,9 @@
  *   h  the anonymous half is one mapping instead, a heap as in Redis or a
  *      JVM, and the other anonymous mappings keep one page each: the page
  *      walk then spends half its time in one VMA;
+ *   p  as h, and every SWAP_EVERY-th page of the heap (common.h: every
+ *      64th) paged out (MADV_PAGEOUT) to swap, which must be on: swap
+ *      entries amid the present PTEs of every page table the walk reads;
  *   u  half the VMAs are never touched: the page after each mapping stays
  *      a PROT_NONE anonymous reservation (guard-page style, no anon_vma)
  *      instead of a hole, so the mappings above number VMAS / 2;
@@ -43,7 +46,9 @@
  *   f  FILE, created, written and mapped private read-only, read-faulted:
  *      page cache pages.
  * The target checks in its totals (smaps_rollup, or summed smaps) that it
- * got what the layout asks for, and dies saying what it got otherwise.
+ * got what the layout asks for, and dies saying what it got otherwise;
+ * with swap (s, p), also after each stall loop that its Swap is still at
+ * least half what it had when it got ready.
  *
  * Then it prints "ready PID NVMAS RSS_KB" on stdout and obeys lines on
  * stdin:
@@ -56,8 +61,6 @@
 #include "common.h"
 #include <stdbool.h>
 #include <sys/prctl.h>
-
-#define PAGE 4096ul
 
 static long count_vmas(void)
 {
@@ -126,7 +129,7 @@ static long mthp_stat(const char *name)
 
 static void layout(long vmas, long rss_mib, char shape, const char *file)
 {
-	bool heap = shape == 'h', untouched = shape == 'u', dense = shape == 'd';
+	bool heap = shape == 'h' || shape == 'p', untouched = shape == 'u', dense = shape == 'd';
 	bool mthp = shape == 'm', anon_only = shape == 'a' || mthp;
 	long total_pages = rss_mib * (1024 * 1024 / PAGE);
 	struct kind k[3] = {
@@ -139,7 +142,7 @@ static void layout(long vmas, long rss_mib, char shape, const char *file)
 	long gap = anon_only ? MTHP_PAGES : 1;
 	long n = vmas - own, span = 0, folios = 0;
 	int memfd, filefd;
-	char *base, *p, *shmem_start = NULL;
+	char *base, *p, *shmem_start = NULL, *heap_start = NULL;
 
 	if (untouched)
 		n /= 2;	/* each mapping and its PROT_NONE gap */
@@ -217,8 +220,10 @@ static void layout(long vmas, long rss_mib, char shape, const char *file)
 			size_t len = (size_t)(k[i].pages + (j < k[i].extra)) * PAGE;
 			void *m;
 
-			if (heap && i == 0 && j == 0)
+			if (heap && i == 0 && j == 0) {
 				len += (size_t)k[0].budget * PAGE;
+				heap_start = p;
+			}
 
 			if (i == 0) {
 				m = mmap(p, len, PROT_READ | PROT_WRITE,
@@ -260,6 +265,14 @@ static void layout(long vmas, long rss_mib, char shape, const char *file)
 		long half = (k[2].budget / 2 + k[2].pages - 1) / k[2].pages;
 
 		page_out_shmem(shmem_start, (size_t)(half * (k[2].pages + 1)) * PAGE);
+	}
+	if (shape == 'p') {	/* the heap's pages, all written above */
+		size_t len = (size_t)k[0].budget * PAGE;
+		long long kb = (long long)((len / PAGE + SWAP_EVERY - 1) / SWAP_EVERY * PAGE >> 10);
+
+		swap_require(kb);
+		page_out_every(heap_start, len, NULL);
+		swap_check(kb / 2, "layout p: every 64th page of the heap paged out");
 	}
 }
 
@@ -364,6 +377,25 @@ static void one_mapping(long rss_mib, char shape, const char *file)
 		    shape, got, want, kb[SR_RSS], kb[SR_PSS]);
 }
 
+/*
+ * Layouts s and p: half the target's Swap (totals()) when it got ready. A
+ * stall loop that leaves less dies: the cell is about swap entries.
+ */
+static unsigned long long swap_floor_kb;
+
+static void swap_kept(const char *when)
+{
+	unsigned long long kb[SR_NR_FIELDS];
+
+	if (!swap_floor_kb)
+		return;
+	totals(kb);
+	errno = 0;
+	if (kb[SR_SWAP] < swap_floor_kb)
+		die("%s: Swap %llu kB, below half the %llu kB paged out", when, kb[SR_SWAP],
+		    2 * swap_floor_kb);
+}
+
 static void stall(double seconds, const char *path)
 {
 	size_t cap = 1 << 18, n = 0;
@@ -400,6 +432,7 @@ static void stall(double seconds, const char *path)
 		tot[n] = t3 - t0;
 		t0 = t3;
 	}
+	swap_kept("after the stall loop");
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		die("create %s", path);
@@ -423,9 +456,9 @@ int main(int argc, char **argv)
 	double secs;
 
 	if (argc != 4)
-		die("usage: bench-target VMAS RSS_MIB[h|u|s|d|a|m|o|c|f] FILE");
+		die("usage: bench-target VMAS RSS_MIB[h|p|u|s|d|a|m|o|c|f] FILE");
 	strtol(argv[2], &kind, 10);
-	if (kind[0] && (kind[1] || !strchr("husdamocf", kind[0]))) {
+	if (kind[0] && (kind[1] || !strchr("hpusdamocf", kind[0]))) {
 		errno = 0;
 		die("bad RSS_MIB[LAYOUT] %s", argv[2]);
 	}
@@ -433,12 +466,21 @@ int main(int argc, char **argv)
 		one_mapping(atol(argv[2]), kind[0], argv[3]);
 	else
 		layout(atol(argv[1]), atol(argv[2]), kind[0], argv[3]);
+	if (kind[0] && strchr("sp", kind[0])) {
+		unsigned long long kb[SR_NR_FIELDS];
+
+		totals(kb);
+		errno = 0;
+		if (!kb[SR_SWAP])
+			die("layout %c: no Swap in the totals", kind[0]);
+		swap_floor_kb = (kb[SR_SWAP] + 1) / 2;
+	}
 	sr_path(self, sizeof(self), getpid(), "smaps_rollup");
 	if (read_rollup_path(self, &r) == 0) {
 		rss_kb = (long long)r.kb[SR_RSS];
 	} else {
 		sr_path(self, sizeof(self), getpid(), "status");
-		status_rss(self, &rss_kb);
+		proc_kb(self, "VmRSS", &rss_kb);
 	}
 	printf("ready %d %ld %lld\n", getpid(), count_vmas(), rss_kb);
 	fflush(stdout);

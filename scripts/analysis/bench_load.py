@@ -9,9 +9,10 @@ a preemption model other than the default (scripts/bench PREEMPT=...) has
 TAG = KERNEL-MODEL-rROUND (series-full-r1); load_run loads one model's
 boots at a time.
 
-The records' fields and the stall records' file name and layout are read
-from the bench programs' header, guest/bench/records.h; the preemption
-models from kernels/models.
+The records' fields, the stall records' file name and layout and the
+suffix of bench-invert's swap conditions are read from the bench
+programs' header, guest/bench/records.h; the preemption models from
+kernels/models.
 """
 import array
 import csv
@@ -34,8 +35,8 @@ def read_models(path=MODELS_TABLE):
 
 def read_records_header(path=RECORDS_H):
     """records.h: ({kind: field names} of the CSV records, {name: value}
-    of the STALL_OPS_* definitions). Fails when a record's names and the
-    conversions of its format differ in number."""
+    of its other definitions: STALL_OPS_*, INVERT_SWAP_SUFFIX). Fails when
+    a record's names and the conversions of its format differ in number."""
     with open(path) as f:
         text = f.read().replace("\\\n", " ")
     defs = {}
@@ -51,15 +52,17 @@ def read_records_header(path=RECORDS_H):
             raise ValueError(f"{path}: RECORD_{key}: {len(names)} field names, "
                              f"{len(conversions)} conversions in its format")
         records[fmt.split(",")[0]] = names
-    stall = {k: v for k, v in defs.items() if k.startswith("STALL_OPS_")}
-    return records, stall
+    return records, {k: v for k, v in defs.items() if not k.startswith("RECORD_")}
 
 
 # The preemption models of scripts/bench; untagged files are the default's.
 MODEL_OPTIONS = read_models()
 MODELS = tuple(MODEL_OPTIONS)
 DEFAULT_MODEL = MODELS[0]
-RECORDS, STALL_OPS = read_records_header()
+RECORDS, HEADER_DEFS = read_records_header()
+STALL_OPS = {k: v for k, v in HEADER_DEFS.items() if k.startswith("STALL_OPS_")}
+# The suffix of bench-invert's conditions with swap (rollup:1+swap).
+INVERT_SWAP_SUFFIX = HEADER_DEFS["INVERT_SWAP_SUFFIX"]
 STALL_OPS_FIELDS = STALL_OPS["STALL_OPS_FIELDS"].split(",")
 if len(STALL_OPS_FIELDS) != int(STALL_OPS["STALL_OPS_WORDS"]):
     raise ValueError(f"{RECORDS_H}: STALL_OPS_FIELDS and STALL_OPS_WORDS differ")

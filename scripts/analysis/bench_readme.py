@@ -3,11 +3,13 @@ import math
 import os
 
 from bench_load import DEFAULT_MODEL, MODEL_OPTIONS
-from bench_report import STALL_CONDS, cond_label, fmt, size_label, verdict
+from bench_report import STALL_CONDS, cond_label, fmt, ordered_conds, size_label, verdict
 from bench_stats import (INVERT_MEAN_FACTOR, KERNELS, MAX_SLOWDOWN, MIN_SPEEDUP,
                          MOVES_METHODS, SAME_BOOT_STOCK, SPEEDUP_CELL, STALL_CONTROL_FACTOR,
-                         STALL_EXCESS_FACTOR, moves_cells, moves_verdicts, per_model, ratio,
-                         readers_of, rss_key, stall_sizes)
+                         STALL_EXCESS_FACTOR, SWAP_BAR_MODEL, SWAP_INVERT_MAX_FACTOR,
+                         SWAP_INVERT_MEAN_FACTOR, SWAP_LAYOUTS, control_of,
+                         moves_cells, moves_verdicts, per_model, ratio, readers_of, rss_key,
+                         split_swap, stall_sizes, swap_verdicts)
 
 
 TCG_NOTE = ("**Every timing here was taken in a QEMU guest under TCG** (binary translation, "
@@ -50,7 +52,9 @@ def setup_section(w, run, a):
       "mapping is followed by a hole so none merge; with more mappings than resident pages "
       "the extra mappings stay empty. Layouts: spread; heap (the anonymous half in one VMA); "
       "half-untouched (each hole a PROT_NONE reservation instead, never touched, no "
-      "anon_vma); shmem-swap (half the shmem paged out to zram with MADV_PAGEOUT); dense "
+      "anon_vma); shmem-swap (half the shmem paged out to zram with MADV_PAGEOUT); "
+      "heap-swap (stall only: heap, and every 64th page of the heap paged out to zram, "
+      "swap entries amid its present PTEs); dense "
       "(every mapping holds resident pages, the budget spread evenly, at least one page "
       "each: at 16,000 VMAs about 63 MiB resident whatever the cell's size); anonymous only "
       "in 4 KiB pages or 64 KiB folios; one VMA (see the layout table).")
@@ -231,6 +235,50 @@ def invert_bars(w, a):
           f"{verdict(max_ok)} ({fmt(s['max'])} against {fmt(control['max'])} µs).")
 
 
+# How the swap verdicts name their figures: (label, unit).
+SWAP_STATS = {"mean": ("mapper mean", "µs"), "max": ("median of per-run maxima", "µs"),
+              "p99": ("target p99", "µs")}
+
+
+def swap_ratios(v, which):
+    """V's ratios over the control for WHICH (series, stock_file...), as
+    "1.05x / 1.10x", or None when not measured."""
+    if not getattr(v, which):
+        return None
+    return " / ".join(f"{fmt(v.ratio(which, stat))}x" for stat, _ in v.bars)
+
+
+def swap_bars(w, run, a):
+    """The cells with swap entries (issue #31), per preemption model: the
+    series rollup against its status control, stock's implementation and
+    the cell without swap beside it."""
+    for model, f in per_model(run, a).items():
+        for v in swap_verdicts(model, f):
+            if v.kind == "invert":
+                what = (f"inversion, every 64th page of the mapper's region kept paged out, "
+                        f"{v.cell}, control {control_of(v.cell)}")
+                plain = f"the same without swap ({split_swap(v.cell)[0]})"
+            else:
+                vmas, rss = v.cell.split(":")
+                what = (f"stall, {size_label(int(vmas), rss)}, rollup:{v.readers}, control "
+                        f"status:{v.readers}")
+                mib, layout = rss_key(rss)
+                plain = f"the same cell without swap ({vmas}:{mib}{SWAP_LAYOUTS[layout]})"
+            head = ("**Swap bar (issue #31)**" if v.is_bar else
+                    "Swap cell against issue #31's bars, for comparison")
+            judged = "" if v.is_bar else f", the bars being judged under {SWAP_BAR_MODEL}"
+            figures = "; ".join(
+                f"{SWAP_STATS[stat][0]} {fmt(v.series[stat][0])} against "
+                f"{fmt(v.series[stat][1])} {SWAP_STATS[stat][1]}, "
+                f"{fmt(v.ratio('series', stat))}x (bar {bar}x)" for stat, bar in v.bars)
+            others = [("stock's implementation in the same boot", "stock_file"),
+                      ("the stock kernel's rollup", "stock"), (plain, "plain")]
+            w(f"- {head} ({model} preemption{judged}; {what}; TCG guest, emulated): "
+              f"{verdict(v.met)}: {figures}. Over their controls: "
+              + "; ".join(f"{label} {swap_ratios(v, which)}" for label, which in others
+                          if swap_ratios(v, which)) + ".")
+
+
 def moves_label(mib, period_us):
     every = f"every {period_us / 1e3:g} ms" if period_us else "in a tight loop"
     return f"{mib} MiB moved {every}"
@@ -374,8 +422,10 @@ def stall_section(w, a):
       "/proc/PID/status, the control (the same reader load without the page walk or "
       "mmap_lock); `rollup:N` N readers looping on smaps_rollup; `stock file:N` (a "
       "bench-only series kernel) on stock's implementation in the same boot. "
-      "`p99 above control`: the p99 less the same kernel's status:N p99. File: stall.csv "
-      "(also p90 and touch p99).\n")
+      "`p99 above control`: the p99 less the same kernel's status:N p99. Targets with "
+      "swap: every 64th page of the heap (heap-swap) or half the shmem (shmem-swap) paged "
+      "out to zram before the readers start; the target dies if a stall loop leaves it "
+      "less than half that Swap. File: stall.csv (also p90 and touch p99).\n")
 
 
 def invert_section(w, a):
@@ -385,7 +435,7 @@ def invert_section(w, a):
     w("| kernel | readers | runs | ops | mean | max | mmap mean | mmap max | munmap mean | "
       "munmap max | reader reads |")
     w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for cond in STALL_CONDS:
+    for cond in ordered_conds(c for _, c in a["invert"]):
         for kernel in KERNELS:
             s = a["invert"].get((kernel, cond))
             if s:
@@ -397,7 +447,10 @@ def invert_section(w, a):
       "128 MiB anonymous region, pausing 10 µs after each call; on vCPU 1 the readers "
       "loop at nice 15 beside a nice-0 task busy for 2 ms, asleep for 1 ms. Each figure is "
       "the median over the runs of a run's mean (or max) over all its mmap and munmap "
-      "calls. File: invert.csv.\n")
+      "calls. `+swap`: every 64th page of the region paged out to zram (MADV_PAGEOUT) "
+      "once populated, and those the mapper maps again paged out again every 5 ms by a "
+      "thread of it on its vCPU, so that its page tables hold swap entries all along (its "
+      "control: status:N+swap). File: invert.csv.\n")
 
 
 def moves_section(w, run, a):
@@ -490,16 +543,18 @@ def models_section(w, run, a):
     for m, f in models.items():
         inv = f["invert"]
         for kernel in ("series", "stock"):
-            for cond in STALL_CONDS:
+            for cond in ordered_conds(c for _, c in inv):
                 s = inv.get((kernel, cond))
                 if not s or cond.startswith("status"):
                     continue
-                c = inv.get((kernel, f"status:{s['readers']}"))
+                c = inv.get((kernel, control_of(cond)))
                 cm, cx = (c["mean"], c["max"]) if c else (float("nan"), float("nan"))
                 w(f"| {m} | {kernel} | {cond_label(cond)} | {fmt(s['mean'])} | {fmt(cm)} | "
                   f"{fmt(ratio(s['mean'], cm))} | {fmt(s['max'])} | {fmt(cx)} |")
-    w(f"\nmean/control: the bar is {INVERT_MEAN_FACTOR}x. Files: models-cost.csv, "
-      "models-stall.csv, models-invert.csv.\n")
+    w(f"\nmean/control: the bar is {INVERT_MEAN_FACTOR}x; for the +swap conditions, against "
+      f"status:N+swap, {SWAP_INVERT_MEAN_FACTOR}x, and max within {SWAP_INVERT_MAX_FACTOR}x of "
+      "control max (issue #31, see Bars). Files: models-cost.csv, models-stall.csv, "
+      "models-invert.csv.\n")
 
 
 def fleet_section(w, run, a):
@@ -548,6 +603,7 @@ def readme(run, a, results_dir):
     cost_bars(w, run, a)
     stall_bars(w, a)
     invert_bars(w, a)
+    swap_bars(w, run, a)
     moves_bars(w, run, a)
     w("")
     cost_section(w, run, a)

@@ -5,13 +5,22 @@ import os
 import subprocess
 
 from bench_stats import (KERNELS, SAME_BOOT_STOCK, median, per_model, percentile, rss_key,
-                         stall_sizes)
+                         split_swap, stall_sizes)
 
-LAYOUTS = {"": "spread", "h": "heap", "u": "half-untouched", "s": "shmem-swap", "d": "dense",
-           "a": "anon-4k", "m": "anon-mthp", "o": "one-vma-anon", "c": "one-vma-forked",
-           "f": "one-vma-file"}
+LAYOUTS = {"": "spread", "h": "heap", "p": "heap-swap", "u": "half-untouched",
+           "s": "shmem-swap", "d": "dense", "a": "anon-4k", "m": "anon-mthp",
+           "o": "one-vma-anon", "c": "one-vma-forked", "f": "one-vma-file"}
 STALL_CONDS = ("none", "status:1", "rollup:1", f"{SAME_BOOT_STOCK}:1",
                "status:2", "rollup:2", f"{SAME_BOOT_STOCK}:2")
+
+
+def ordered_conds(conds):
+    """The conditions of CONDS in the tables' order: STALL_CONDS' (others
+    last), those without swap first."""
+    def key(cond):
+        base, swap = split_swap(cond)
+        return swap, STALL_CONDS.index(base) if base in STALL_CONDS else len(STALL_CONDS), base
+    return sorted(set(conds), key=key)
 
 
 def fmt(x, digits=2):
@@ -47,6 +56,7 @@ def layout_of(rss):
 def size_label(vmas, rss):
     mib, layout = rss_key(rss)
     what = {"": "spread over the VMAs", "h": "the anonymous half in one VMA",
+            "p": "the anonymous half in one VMA, every 64th page of it swapped out",
             "u": "half the VMAs untouched PROT_NONE reservations",
             "s": "half the shmem swapped out", "d": "every VMA resident",
             "a": "anonymous only, 4 KiB pages", "m": "anonymous only, 64 KiB folios",

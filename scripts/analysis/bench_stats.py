@@ -7,6 +7,8 @@ import math
 import random
 from dataclasses import dataclass
 
+from bench_load import INVERT_SWAP_SUFFIX
+
 KERNELS = ("stock", "series")
 # The stock implementation beside the series in a bench-only kernel: a
 # cost method and a stall/inversion condition prefix (guest/bench/common.h).
@@ -19,6 +21,17 @@ MAX_SLOWDOWN = 1.05             # bar 2: series within 5% of stock
 STALL_CONTROL_FACTOR = 1.3      # series p99 within 1.3x of the status control's
 STALL_EXCESS_FACTOR = 10        # series p99 above control >= 10x lower than stock's
 INVERT_MEAN_FACTOR = 1.2        # mapper mean within 1.2x of the status control's
+# The cells with swap entries (issue #31): bench-invert's conditions with
+# INVERT_SWAP_SUFFIX (every 64th page of the mapper's region kept paged
+# out) and bench-target's layouts with swap, each with the layout it adds
+# swap to: p (every 64th page of h's heap paged out), s (half the shmem of
+# the spread layout). Their bars, judged under CONFIG_PREEMPT (model
+# SWAP_BAR_MODEL; the other models' are for comparison): the stall's
+# STALL_CONTROL_FACTOR, and these.
+SWAP_LAYOUTS = {"p": "h", "s": ""}
+SWAP_BAR_MODEL = "full"
+SWAP_INVERT_MEAN_FACTOR = 1.1   # mapper mean within 1.1x of the status control's
+SWAP_INVERT_MAX_FACTOR = 1.2    # median of the per-run maxima within 1.2x of the control's
 # Fits: the VMA sweep is at this resident size, the resident sweep at this VMA count.
 VMA_SWEEP_RSS = "16"
 RSS_SWEEP_VMAS = 4000
@@ -118,7 +131,7 @@ def bootstrap_ratio(a, b, iterations=BOOTSTRAP_ITERATIONS, seed=1):
 
 def rss_key(rss):
     """RSS_MIB[LAYOUT] as bench-target takes it: (512, ''), (512, 'h')..."""
-    mib = rss.rstrip("husdamocf")
+    mib = rss.rstrip("hpusdamocf")
     return int(mib), rss[len(mib):]
 
 
@@ -159,7 +172,7 @@ def cost_row(run, vmas, rss):
 def cost_rows(run):
     """Every cell measured on the series kernel, plain layout first."""
     cells = {(k[1], k[2]) for k in run.cost if k[0] == "series"}
-    layout_order = ("", "h", "u", "s", "d", "a", "m", "o", "c", "f")
+    layout_order = ("", "h", "p", "u", "s", "d", "a", "m", "o", "c", "f")
     ordered = sorted(cells, key=lambda c: (layout_order.index(rss_key(c[1])[1]), c[0],
                                            rss_key(c[1])[0]))
     return [cost_row(run, vmas, rss) for vmas, rss in ordered]
@@ -198,9 +211,25 @@ def fits(run, rows):
 
 
 # ------------------------------------------------------------------ stall
+def split_swap(cond):
+    """(COND without INVERT_SWAP_SUFFIX, whether it had it): rollup:1+swap
+    gives (rollup:1, True)."""
+    if cond.endswith(INVERT_SWAP_SUFFIX):
+        return cond[:-len(INVERT_SWAP_SUFFIX)], True
+    return cond, False
+
+
 def readers_of(cond):
-    """The reader count of a condition: none 0, status:2 2, rollup=FILE:1 1."""
+    """The reader count of a condition: none 0, status:2 2, rollup=FILE:1 1,
+    rollup:1+swap 1."""
+    cond = split_swap(cond)[0]
     return int(cond.rsplit(":", 1)[1]) if ":" in cond else 0
+
+
+def control_of(cond):
+    """The status control of a condition: status:N, +swap kept."""
+    base, swap = split_swap(cond)
+    return f"status:{readers_of(base)}" + (INVERT_SWAP_SUFFIX if swap else "")
 
 
 def stall_summary(runs):
@@ -221,7 +250,7 @@ def stall_summaries(run):
     """(kernel, vmas, rss, cond) -> summary, with p99 above its status control."""
     summaries = {key: stall_summary(runs) for key, runs in run.stall.items()}
     for (kernel, vmas, rss, cond), s in summaries.items():
-        control = summaries.get((kernel, vmas, rss, f"status:{readers_of(cond)}"))
+        control = summaries.get((kernel, vmas, rss, control_of(cond)))
         s["above_control"] = (s["p99"] - control["p99"]
                               if control and not cond.startswith("status") else NAN)
     return summaries
@@ -297,15 +326,96 @@ def invert_summaries(run):
 
 def invert_verdicts(summaries):
     """Per kernel, rollup condition: (kernel, cond, it, its status control,
-    mean within INVERT_MEAN_FACTOR of the control's, max no worse)."""
+    mean within INVERT_MEAN_FACTOR of the control's, max no worse). Not the
+    +swap conditions: swap_verdicts holds them to issue #31's bars."""
     verdicts = []
     for (kernel, cond), s in sorted(summaries.items()):
-        control = summaries.get((kernel, f"status:{s['readers']}"))
-        if cond.startswith("status") or not control:
+        control = summaries.get((kernel, control_of(cond)))
+        if cond.startswith("status") or not control or split_swap(cond)[1]:
             continue
         verdicts.append((kernel, cond, s, control,
                          s["mean"] <= INVERT_MEAN_FACTOR * control["mean"],
                          s["max"] <= control["max"]))
+    return verdicts
+
+
+# ------------------------------------------------------------------- swap
+# The figures each kind of swap cell is held to: (summary key, bar).
+SWAP_BARS = {"invert": (("mean", SWAP_INVERT_MEAN_FACTOR), ("max", SWAP_INVERT_MAX_FACTOR)),
+             "stall": (("p99", STALL_CONTROL_FACTOR),)}
+
+
+@dataclass
+class SwapVerdict:
+    """A cell with swap entries in one preemption model against issue #31's
+    bars. Each of series, stock_file, stock and plain maps a figure of
+    SWAP_BARS to (its value, its status control's), or is empty when not
+    measured: the series rollup (the bar), stock's implementation in the
+    same boot, the stock kernel's rollup, the series rollup on the same cell
+    without swap."""
+    model: str
+    kind: str           # invert or stall
+    cell: str           # invert: the condition (rollup:1+swap); stall: VMAS:RSS (16000:128p)
+    readers: int
+    series: dict
+    stock_file: dict
+    stock: dict
+    plain: dict
+
+    @property
+    def bars(self):
+        return SWAP_BARS[self.kind]
+
+    @property
+    def is_bar(self):
+        return self.model == SWAP_BAR_MODEL
+
+    def ratio(self, which, stat):
+        pair = getattr(self, which).get(stat)
+        return ratio(*pair) if pair else NAN
+
+    @property
+    def met(self):
+        return all(self.ratio("series", stat) <= bar for stat, bar in self.bars)
+
+
+def over_control(summaries, key, control_key, stats):
+    """{stat: (summary at KEY, its control's at CONTROL_KEY)}, or {}."""
+    s, c = summaries.get(key), summaries.get(control_key)
+    return {stat: (s[stat], c[stat]) for stat in stats} if s and c else {}
+
+
+def swap_verdicts(model, figures):
+    """The swap cells of one model's FIGURES (its stall and invert
+    summaries): the +swap inversion conditions and the stall cells of
+    SWAP_LAYOUTS, per reader count."""
+    verdicts = []
+    inv, stats = figures["invert"], [stat for stat, _ in SWAP_BARS["invert"]]
+    for n in sorted({readers_of(c) for _, c in inv if split_swap(c)[1]} - {0}):
+        def invert(kernel, cond, suffix=INVERT_SWAP_SUFFIX):
+            return over_control(inv, (kernel, cond + suffix),
+                                (kernel, f"status:{n}{suffix}"), stats)
+        series = invert("series", f"rollup:{n}")
+        if series:
+            verdicts.append(SwapVerdict(
+                model, "invert", f"rollup:{n}{INVERT_SWAP_SUFFIX}", n, series,
+                invert("series", f"{SAME_BOOT_STOCK}:{n}"), invert("stock", f"rollup:{n}"),
+                invert("series", f"rollup:{n}", "")))
+    st = figures["stall"]
+    for vmas, rss in stall_sizes(st):
+        mib, layout = rss_key(rss)
+        if layout not in SWAP_LAYOUTS:
+            continue
+        for n in sorted({readers_of(k[3]) for k in st if k[1:3] == (vmas, rss)} - {0}):
+            def stall(kernel, cond, cell=rss):
+                return over_control(st, (kernel, vmas, cell, cond),
+                                    (kernel, vmas, cell, f"status:{n}"), ["p99"])
+            series = stall("series", f"rollup:{n}")
+            if series:
+                verdicts.append(SwapVerdict(
+                    model, "stall", f"{vmas}:{rss}", n, series,
+                    stall("series", f"{SAME_BOOT_STOCK}:{n}"), stall("stock", f"rollup:{n}"),
+                    stall("series", f"rollup:{n}", f"{mib}{SWAP_LAYOUTS[layout]}")))
     return verdicts
 
 

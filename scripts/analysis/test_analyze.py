@@ -83,7 +83,9 @@ class AnalyzeTest(Analysed):
         self.assertAlmostEqual(series["p99"], 1100.0)
         self.assertAlmostEqual(series["above_control"], 100.0)
         self.assertAlmostEqual(stall[("stock", 16000, "128h", "rollup:1")]["above_control"], 2000.0)
-        (verdict,) = self.figures["stall_verdicts"]
+        verdicts = {v.rss: v for v in self.figures["stall_verdicts"]}
+        self.assertEqual(set(verdicts), {"128h", "128p"})
+        verdict = verdicts["128h"]
         self.assertTrue(verdict.within_control)
         self.assertTrue(verdict.excess_tenfold)
         self.assertTrue(verdict.same_boot_tenfold)
@@ -97,6 +99,51 @@ class AnalyzeTest(Analysed):
                     for k, c, _, _, mean_ok, max_ok in self.figures["invert_verdicts"]}
         self.assertEqual(verdicts[("series", "rollup:1")], (True, True))
         self.assertEqual(verdicts[("stock", "rollup:1")], (False, False))
+        # The +swap conditions are swap_verdicts'.
+        self.assertEqual(set(verdicts), {("series", "rollup:1"), ("stock", "rollup:1")})
+        self.assertEqual(bench_stats.readers_of("rollup=smaps_rollup_stock:2+swap"), 2)
+        self.assertEqual(bench_stats.control_of("rollup:2+swap"), "status:2+swap")
+
+    def test_swap(self):
+        models = self.figures["models"]
+        voluntary = {(v.kind, v.cell): v for v in bench_stats.swap_verdicts("voluntary",
+                                                                           models["voluntary"])}
+        self.assertEqual(set(voluntary), {("invert", "rollup:1+swap"), ("stall", "16000:128p")})
+        invert = voluntary[("invert", "rollup:1+swap")]
+        self.assertEqual((invert.readers, invert.is_bar, invert.met), (1, False, True))
+        self.assertAlmostEqual(invert.ratio("series", "mean"), 1.06)
+        self.assertAlmostEqual(invert.ratio("series", "max"), 1.12)
+        self.assertAlmostEqual(invert.ratio("stock_file", "mean"), 10.0)
+        self.assertAlmostEqual(invert.ratio("stock", "mean"), 4.0)
+        self.assertAlmostEqual(invert.ratio("plain", "mean"), 1.1)
+        stall = voluntary[("stall", "16000:128p")]
+        self.assertAlmostEqual(stall.ratio("series", "p99"), 1.2)
+        self.assertAlmostEqual(stall.ratio("plain", "p99"), 1.1)
+        self.assertAlmostEqual(stall.ratio("stock", "p99"), 3.5)
+        self.assertTrue(stall.met)
+        full = {(v.kind, v.cell): v for v in bench_stats.swap_verdicts("full", models["full"])}
+        invert, stall = full[("invert", "rollup:1+swap")], full[("stall", "16000:128p")]
+        self.assertTrue(invert.is_bar and stall.is_bar)
+        self.assertFalse(invert.met or stall.met)
+        self.assertEqual(invert.stock, {})
+        self.assertIn("- **Swap bar (issue #31)** (full preemption; inversion, every 64th page "
+                      "of the mapper's region kept paged out, rollup:1+swap, control "
+                      "status:1+swap; TCG guest, emulated): MISSED: mapper mean 60.0 against "
+                      "50.0 µs, 1.20x (bar 1.1x); median of per-run maxima 650 against 500 µs, "
+                      "1.30x (bar 1.2x). Over their controls: stock's implementation in the "
+                      "same boot 8.00x / 8.00x; the same without swap (rollup:1) 1.20x / 1.20x.",
+                      self.readme)
+        self.assertIn("- **Swap bar (issue #31)** (full preemption; stall, 16000 VMAs, 128 MiB "
+                      "resident, the anonymous half in one VMA, every 64th page of it swapped "
+                      "out, rollup:1, control status:1; TCG guest, emulated): MISSED: target p99 "
+                      "1400 against 1000 µs, 1.40x (bar 1.3x). Over their controls: stock's "
+                      "implementation in the same boot 2.00x; the same cell without swap "
+                      "(16000:128h) 1.20x.", self.readme)
+        self.assertIn("- Swap cell against issue #31's bars, for comparison (voluntary "
+                      "preemption, the bars being judged under full; inversion", self.readme)
+        self.assertIn("| series | rollup:1+swap | 3 | 1000 | 53.0 | 560 |", self.readme)
+        self.assertIn("| full | series | rollup:1+swap | 60.0 | 50.0 | 1.20 | 650 | 500 |",
+                      self.readme)
 
     def test_fleet(self):
         self.assertAlmostEqual(self.figures["fleet_ratios"][0], 1.1)

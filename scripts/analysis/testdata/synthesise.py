@@ -16,10 +16,15 @@ test_analyze.py knows every result:
   0.6, met; 0.9, missed; 0.7, met), maps 1.0, status 0.1.
 - stall, 16000:128h, 20 ops per condition, all 100 µs but one spike:
   status:1 1000 µs on both kernels, series rollup:1 1100, stock rollup:1
-  3000, stock's file in the series boot 2500.
+  3000, stock's file in the series boot 2500; the swap cell 16000:128p,
+  status:1 1000 on both, series rollup:1 1200 (1.2x, met), stock's file
+  3000, stock rollup:1 3500.
 - inversion, 3 runs: series status:1 means 50 µs, max 500; series
   rollup:1 means 54/55/70, max 400/450/900; stock status:1 as series',
-  stock rollup:1 means 190/200/210, max 5000.
+  stock rollup:1 means 190/200/210, max 5000. With swap (+swap): status:1
+  as without on both kernels; series rollup:1 means 52/53/60, max
+  550/560/700 (1.06x and 1.12x: met), stock's file 500, max 5000, stock
+  rollup:1 200, max 5000.
 - fleet: rollup sweeps series 10 and 12 ms, stock 10 ms; status 5 ms.
 - moves (reads, over, under): 64 MiB in a tight loop, series rollup
   1000, 0, 0, stock's file in the series boot 1000, 6, 4 (bar met);
@@ -32,6 +37,10 @@ test_analyze.py knows every result:
   (0.9), maps 1.0; stall 16000:128h, status:1 1000 µs on both, series
   rollup:1 1200, stock rollup:1 4000, stock's file 2000; inversion, one
   run each: status:1 mean 50, max 500, series rollup:1 mean 60, max 600;
+  with swap, series only: status:1 mean 50, max 500, rollup:1 mean 60,
+  max 650 (1.2x and 1.3x: the swap bars missed), stock's file mean 400,
+  max 4000; stall 16000:128p, series only: status:1 1000, rollup:1 1400
+  (1.4x, missed), stock's file 2000;
   moves, 64 MiB in a tight loop only: series rollup 800, 7, 1, stock's
   file 800, 4, 0 (bar missed), no stock kernel figures.
 
@@ -89,17 +98,19 @@ def cost_lines(kernel):
     return lines
 
 
-def stall(kernel, spikes):
+def stall(kernel, cells):
+    """CELLS: {RSS at 16,000 VMAs: {cond: its spike, µs}}."""
     lines = []
-    for cond, spike_us in spikes.items():
-        ops = [(10000, 20000, 70000)] * 19 + [(10000, 20000, spike_us * 1000 - 30000)]
-        words = array.array("I", [w for op in ops for w in op])
-        name = cond.replace(":", "_").replace("=", "_")
-        with open(os.path.join(OUT, f"stall-{kernel}-r1-16000-128h-{name}.bin"), "wb") as f:
-            f.write(words.tobytes())
-        readers = int(cond.rsplit(":", 1)[1]) if ":" in cond else 0
-        lines.append(f"stall,16000,128h,15999,131072,{cond},{readers},20,100000,"
-                     f"{spike_us * 1000},{spike_us * 1000},{readers * 10},2000000,3000000")
+    for rss, spikes in cells.items():
+        for cond, spike_us in spikes.items():
+            ops = [(10000, 20000, 70000)] * 19 + [(10000, 20000, spike_us * 1000 - 30000)]
+            words = array.array("I", [w for op in ops for w in op])
+            name = cond.replace(":", "_").replace("=", "_")
+            with open(os.path.join(OUT, f"stall-{kernel}-r1-16000-{rss}-{name}.bin"), "wb") as f:
+                f.write(words.tobytes())
+            readers = int(cond.rsplit(":", 1)[1]) if ":" in cond else 0
+            lines.append(f"stall,16000,{rss},15999,131072,{cond},{readers},20,100000,"
+                         f"{spike_us * 1000},{spike_us * 1000},{readers * 10},2000000,3000000")
     write(f"stall-{kernel}-r1.csv", lines)
 
 
@@ -146,12 +157,19 @@ def main():
               [f"fleet,100,rollup,{i},{ms * 1000000},120,110"
                for i, ms in enumerate((10, 12) if kernel == "series" else (10, 10))]
               + [f"fleet,100,status,{i},5000000,120,110" for i in range(2)])
-    stall("stock", {"none": 200, "status:1": 1000, "rollup:1": 3000})
-    stall("series", {"none": 200, "status:1": 1000, "rollup:1": 1100, f"{SAME_BOOT}:1": 2500})
+    stall("stock", {"128h": {"none": 200, "status:1": 1000, "rollup:1": 3000},
+                    "128p": {"status:1": 1000, "rollup:1": 3500}})
+    stall("series", {"128h": {"none": 200, "status:1": 1000, "rollup:1": 1100,
+                              f"{SAME_BOOT}:1": 2500},
+                     "128p": {"status:1": 1000, "rollup:1": 1200, f"{SAME_BOOT}:1": 3000}})
     invert("stock", {"status:1": [(50, 500)] * 3,
-                     "rollup:1": [(190, 5000), (200, 5000), (210, 5000)]})
+                     "rollup:1": [(190, 5000), (200, 5000), (210, 5000)],
+                     "status:1+swap": [(50, 500)] * 3, "rollup:1+swap": [(200, 5000)] * 3})
     invert("series", {"status:1": [(50, 500)] * 3,
-                      "rollup:1": [(54, 400), (55, 450), (70, 900)]})
+                      "rollup:1": [(54, 400), (55, 450), (70, 900)],
+                      "status:1+swap": [(50, 500)] * 3,
+                      "rollup:1+swap": [(52, 550), (53, 560), (60, 700)],
+                      f"{SAME_BOOT}:1+swap": [(500, 5000)] * 3})
     moves("series", {(64, 0, "rollup"): (1000, 0, 0), (64, 0, SAME_BOOT): (1000, 6, 4),
                      (64, 0, "status"): (1000, 0, 0), (16, 1000, "rollup"): (1000, 2, 0),
                      (16, 1000, SAME_BOOT): (1000, 1, 0), (16, 1000, "status"): (1000, 0, 0)})
@@ -162,11 +180,14 @@ def main():
         write(f"cost-{kernel}-full-r1.csv",
               [line for cell in ("4000,16u,3999,17228", "4000,16d,3999,17228")
                for line in layout_cost(kernel, cell, rollup, 1.0)])
-    stall("stock-full", {"none": 200, "status:1": 1000, "rollup:1": 4000})
-    stall("series-full", {"none": 200, "status:1": 1000, "rollup:1": 1200,
-                          f"{SAME_BOOT}:1": 2000})
+    stall("stock-full", {"128h": {"none": 200, "status:1": 1000, "rollup:1": 4000}})
+    stall("series-full", {"128h": {"none": 200, "status:1": 1000, "rollup:1": 1200,
+                                   f"{SAME_BOOT}:1": 2000},
+                          "128p": {"status:1": 1000, "rollup:1": 1400, f"{SAME_BOOT}:1": 2000}})
     invert("stock-full", {"status:1": [(50, 500)], "rollup:1": [(300, 6000)]})
-    invert("series-full", {"status:1": [(50, 500)], "rollup:1": [(60, 600)]})
+    invert("series-full", {"status:1": [(50, 500)], "rollup:1": [(60, 600)],
+                           "status:1+swap": [(50, 500)], "rollup:1+swap": [(60, 650)],
+                           f"{SAME_BOOT}:1+swap": [(400, 4000)]})
     moves("series-full", {(64, 0, "rollup"): (800, 7, 1), (64, 0, SAME_BOOT): (800, 4, 0)})
 
 
