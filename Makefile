@@ -1,5 +1,5 @@
 # Entry points; each target is one script under scripts/.
-.PHONY: run test test-debug bench patches check-copies check-series send help
+.PHONY: run test test-debug bench bench-icount patches check-copies check-series send help
 
 run:			## build the series kernel, boot it, show a sample's rollup
 	@scripts/run
@@ -12,6 +12,9 @@ test-debug:		## the suite, stress and fault injection on the debug kernel
 
 bench:			## benchmarks: stock against series, smaps against rollup
 	@scripts/bench
+
+bench-icount:		## the cost cells in instructions, series against stock, one boot
+	@scripts/bench-icount
 
 send:			## git send-email dry run of patches/ (see scripts/send)
 	@scripts/send
