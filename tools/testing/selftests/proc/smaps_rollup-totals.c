@@ -225,6 +225,74 @@ static int many_vmas_step(int step, long arg, unsigned long *val)
 }
 
 /*
+ * What one page table maps: a page of entries the size of a long (but on
+ * 32-bit x86 with PAE, where this is twice the 2 MiB and still aligned).
+ */
+static size_t table_bytes(void)
+{
+	size_t page = getpagesize();
+
+	return page * (page / sizeof(long));
+}
+
+/* One page (or @pages) of @fd, or anonymous, at page @i of @base. */
+static int map_at(char *base, long i, long pages, int prot, int flags, int fd)
+{
+	size_t page = getpagesize();
+
+	if (fd < 0)
+		flags |= MAP_ANONYMOUS;
+	if (mmap(base + i * page, pages * page, prot, flags | MAP_FIXED, fd,
+		 0) == MAP_FAILED)
+		return -errno;
+	return fd < 0 ? sr_nohuge(base + i * page, pages * page) : 0;
+}
+
+/*
+ * Step 1: reserve what three page tables map, PROT_NONE.
+ * Step 2: in the page table after the first boundary, small VMAs of every
+ * kind side by side, each the neighbour of a piece of the reservation (a VMA
+ * with no page): 16 private anonymous pages written, every other one made
+ * read-only (16 VMAs); two pages of a memfd mapped shared and written, and
+ * the same two mapped private, one read and one written (copy-on-write); a
+ * page of the file @arg (the test binary) read; an mlock()ed anonymous page;
+ * and four anonymous pages across the page table's end, written. 22 pages
+ * anonymous, 26 resident, one locked.
+ */
+static int one_table_step(int step, long arg, unsigned long *val)
+{
+	size_t page = getpagesize(), table = table_bytes();
+	char *t;
+	int fd, ret;
+
+	if (step == 1)
+		return sr_mmap((void **)&region, 3 * table, PROT_NONE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1);
+	t = (char *)(((unsigned long)region + table - 1) & ~(table - 1));
+	fd = memfd_create("smaps_rollup-one-table", 0);
+	if (fd < 0 || ftruncate(fd, 2 * page))
+		return -errno;
+	ret = map_at(t, 0, 16, PROT_READ | PROT_WRITE, MAP_PRIVATE, -1) ?:
+	      sr_write_and_split(t, 16) ?:
+	      map_at(t, 17, 2, PROT_READ | PROT_WRITE, MAP_SHARED, fd) ?:
+	      map_at(t, 20, 2, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd) ?:
+	      map_at(t, 23, 1, PROT_READ, MAP_PRIVATE, arg) ?:
+	      map_at(t, 25, 1, PROT_READ | PROT_WRITE, MAP_PRIVATE, -1) ?:
+	      map_at(t, table / page - 2, 4, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE, -1);
+	close(fd);
+	if (ret)
+		return ret;
+	sr_touch(t + 17 * page, 2 * page, 3);
+	sr_touch(t + 20 * page, page, -1);
+	sr_touch(t + 21 * page, page, 4);
+	sr_touch(t + 23 * page, page, -1);
+	sr_touch(t + 25 * page, page, 5);
+	sr_touch(t + table - 2 * page, 4 * page, 6);
+	return sr_lock_range(t + 25 * page, page);
+}
+
+/*
  * A bit of everything, with pages mapped 1, 2 and 3 times so that Pss has
  * fractions: private anonymous memory; a memfd mapped shared and written,
  * and mapped private, half read and a quarter written (copy-on-write);
@@ -289,6 +357,7 @@ static const struct sr_workload workloads[] = {
 	{ "mlock", mlock_step, SR_SETTLE_UNMAP_VDSO },
 	{ "mlock_some", mlock_some_step, SR_SETTLE_UNMAP_VDSO },
 	{ "many_vmas", many_vmas_step, SR_SETTLE_UNMAP_VDSO },
+	{ "one_table", one_table_step, SR_SETTLE_UNMAP_VDSO },
 	{ "mix", mix_step, SR_SETTLE_UNMAP_VDSO },
 	{}
 };
@@ -414,6 +483,33 @@ TEST_F_TIMEOUT(rollup, many_vmas_fields_equal_summed_smaps, 180)
 	ASSERT_LE(pages, s.nr_vmas);
 
 	sr_want_private_anon(want, kb);
+	sr_expect_delta(_metadata, &before, &after, want);
+	sr_expect_rollup_is_smaps_sum(_metadata, self->t.pid);
+}
+
+TEST_F(rollup, small_vmas_of_every_kind_in_one_page_table_equal_summed_smaps)
+{
+	const long long page_kb = SR_KB(getpagesize());
+	long long want[SR_NR_FIELDS];
+	struct sr_rollup before, after;
+	int ret;
+
+	sr_assert_start(_metadata, &self->t, "one_table", self->exe);
+	sr_assert_step(_metadata, &self->t, 1, NULL);
+	sr_assert_read(_metadata, self->t.pid, &before);
+	ret = sr_target_step(&self->t, 2, NULL);
+	if (sr_mlock_refused(ret))
+		SKIP(return, "mlock() of a page failed: %s (RLIMIT_MEMLOCK, no CAP_IPC_LOCK)",
+		     strerror(-ret));
+	ASSERT_EQ(0, ret) TH_LOG("target step 2: %s", strerror(-ret));
+	sr_assert_read(_metadata, self->t.pid, &after);
+
+	for (int f = 0; f < SR_NR_FIELDS; f++)
+		want[f] = SR_ANY;
+	want[SR_RSS] = 26 * page_kb;
+	want[SR_ANONYMOUS] = 22 * page_kb;
+	want[SR_LOCKED] = page_kb;
+	want[SR_SWAP] = 0;
 	sr_expect_delta(_metadata, &before, &after, want);
 	sr_expect_rollup_is_smaps_sum(_metadata, self->t.pid);
 }
