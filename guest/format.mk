@@ -3,7 +3,7 @@
 # guest/sample/rollup.py find the smaps_rollup format header,
 # smaps_rollup_format.h: decided here, in this one place.
 #
-# The header is part of the series (patch 12, the selftests). Its one copy
+# The header is part of the series (patch 14, the selftests). Its one copy
 # in this repository is the generated tools/testing/selftests/proc/
 # (scripts/sync-copies; never edit it there, edit the series). The
 # programs include it by its name alone, "smaps_rollup_format.h", and
