@@ -63,6 +63,23 @@ bench_variant() {
 		END { exit n != 1 }'
 }
 
+# bench_series_kernel MODEL: what scripts/bench-icount and
+# scripts/bench-trace do first: the missing dependencies, the bench
+# programs ($BUILD/bench), and the series kernel that scripts/bench boots
+# in MODEL (a stock-beside variant), built when it is not up to date.
+# Prints the variant's name, and only that, on stdout.
+bench_series_kernel() {
+	local variant
+	step "installing missing dependencies" "$REPO/scripts/deps" >&2
+	step "building the benchmark programs into $BUILD/bench (guest/bench/Makefile)" \
+		make -s -C "$REPO/guest/bench" OUTPUT="$BUILD/bench" >&2
+	variant=$(bench_variant series "$1") ||
+		die "kernels/variants has not exactly one bench variant of role series in model $1"
+	step "building the $variant kernel (scripts/build-kernel; quick when it is up to date)" \
+		"$REPO/scripts/build-kernel" "$variant" >/dev/null
+	echo "$variant"
+}
+
 # model_names: the preemption models, one per line, the default first.
 model_names() { table_lines "$MODELS" | awk '{ print $1 }'; }
 
