@@ -31,7 +31,7 @@ STALL_US = 50
 LONG_US = 2000
 GAP_US = 300
 
-Event = collections.namedtuple('Event', 't pid cpu flags name args')
+Event = collections.namedtuple('Event', 't pid cpu flags name args mm')
 Batch = collections.namedtuple('Batch', 't0 t1 cpu stalls')
 Wait = collections.namedtuple('Wait', 't0 t1 cpu woke')
 
@@ -42,7 +42,7 @@ def parse(lines):
         m = LINE.match(line)
         if m:
             events.append(Event(float(m[5]) * 1e6, int(m[2]), int(m[3]),
-                                m[4], m[6], m[7]))
+                                m[4], m[6], m[7], field(m[7], 'mm')))
     return events
 
 
@@ -53,26 +53,28 @@ def field(args, name):
 
 def roles(events):
     """The target mm, the mapper's pid and the readers' pids."""
-    stops = collections.Counter(field(e.args, 'mm') for e in events
+    stops = collections.Counter(e.mm for e in events
                                 if e.name == 'smaps_rollup_walk_stop')
     writes = collections.Counter(
-        field(e.args, 'mm') for e in events
+        e.mm for e in events
         if e.name == 'mmap_lock_start_locking' and 'write=true' in e.args)
     if not writes:
         raise ValueError('no mmap_lock write lock in the trace')
     mm = (stops or writes).most_common(1)[0][0]
     mapper = collections.Counter(
         e.pid for e in events if e.name == 'mmap_lock_start_locking'
-        and 'write=true' in e.args and field(e.args, 'mm') == mm)
+        and 'write=true' in e.args and e.mm == mm)
     readers = {e.pid for e in events if e.name == 'smaps_rollup_walk_stop'
-               and field(e.args, 'mm') == mm}
+               and e.mm == mm}
     return mm, mapper.most_common(1)[0][0], readers
 
 
-def silences(events, cpu, t0, t1):
-    """The gaps over STALL_US between events of @cpu within [t0, t1]."""
+def silences(events, cpu, t0, t1, first=0):
+    """The gaps over STALL_US between events of @cpu within [t0, t1],
+    looking from events[first] on."""
     out, prev = [], t0
-    for e in events:
+    for j in range(first, len(events)):
+        e = events[j]
         if e.cpu != cpu or e.t < t0:
             continue
         if e.t > t1:
@@ -86,7 +88,7 @@ def silences(events, cpu, t0, t1):
 def batches(events, mm, readers):
     held, out = {}, []
     for i, e in enumerate(events):
-        if e.pid not in readers or field(e.args, 'mm') != mm:
+        if e.pid not in readers or e.mm != mm:
             continue
         if e.name == 'mmap_lock_acquire_returned' and 'success=true' in e.args:
             held[e.pid] = i
@@ -94,7 +96,7 @@ def batches(events, mm, readers):
             first = held.pop(e.pid)
             b = events[first]
             out.append(Batch(b.t, e.t, b.cpu,
-                             silences(events[first:i + 1], b.cpu, b.t, e.t)))
+                             silences(events, b.cpu, b.t, e.t, first)))
     return out
 
 
@@ -108,7 +110,7 @@ def segments(events, mm, readers):
         if e.name == 'sched_switch':
             state.pop(int(field(e.args, 'prev_pid') or -1), None)
             continue
-        if e.pid not in readers or field(e.args, 'mm') != mm:
+        if e.pid not in readers or e.mm != mm:
             continue
         was = state.get(e.pid)
         if e.name == 'mmap_lock_acquire_returned' and 'success=true' in e.args:
@@ -134,7 +136,7 @@ def waits(events, mm, mapper):
         elif (e.name == 'sched_switch' and woke and woke[1] is None
               and field(e.args, 'next_pid') == str(mapper)):
             woke[1] = e.t
-        if e.pid != mapper or field(e.args, 'mm') != mm or 'write=true' not in e.args:
+        if e.pid != mapper or e.mm != mm or 'write=true' not in e.args:
             continue
         if e.name == 'mmap_lock_start_locking':
             start, woke = e, None
@@ -202,8 +204,8 @@ def analyse(path):
         row['wake'] += wake
         row['slept'] += w.woke is not None
         if total > LONG_US:
-            near = events[bisect.bisect_left(times, w.t0):]
-            quiet = max([s1 - s0 for s0, s1 in silences(near, w.cpu, w.t0, w.t1)] or [0])
+            gaps = silences(events, w.cpu, w.t0, w.t1, bisect.bisect_left(times, w.t0))
+            quiet = max([s1 - s0 for s0, s1 in gaps] or [0])
             long_waits.append((total, batch, stall, wake, quiet))
     holds = sorted(b.t1 - b.t0 for b in held)
     return {'readers': len(readers), 'row': row, 'holds': holds,
