@@ -400,6 +400,17 @@ plan_results() {
 			exit_result "$name" "$rc"
 		fi
 	done <"$plan"
+	plan_times "$out"
+}
+
+# plan_times OUT: say which test cases that guest/run-plan ran into OUT
+# took longest (its NAME.times files), for the margins of their timeouts.
+# A record for the log, never a verdict.
+plan_times() {
+	local slow
+	slow=$(find "$1" -name '*.times' -exec cat {} + 2>/dev/null | sort -rn | head -n 5 |
+		awk '{ printf "%s%.1f s %s", sep, $1 / 1000, $2; sep = "; " }')
+	[ -z "$slow" ] || say "slowest test cases in $1: $slow"
 }
 
 # series_recipients FILE...: who gets a series touching FILEs (patches or

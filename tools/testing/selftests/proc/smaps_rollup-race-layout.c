@@ -36,11 +36,7 @@
  *  - "remap": the same VMA, and threads that shrink it with mremap() and
  *    grow it back in place, or move random ranges of its upper half away
  *    and back, so the walk may resume past the end of a VMA shrunk
- *    meanwhile, or in a range moved there meanwhile;
- *  - "writers": as "interrupt", with a smaller VMA and no children forked,
- *    for a reader at nice 19 that shares its CPU with a busy task: letting
- *    the writers in may cost it a bounded CPU time
- *    (low_priority_reader_waits_for_writers_a_bounded_cpu_time).
+ *    meanwhile, or in a range moved there meanwhile.
  *
  * Churns that change what the pages are rather than where (swap, THP):
  * smaps_rollup-race-pages.c; the moves of mremap() alone:
@@ -49,7 +45,6 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <sys/resource.h>
 
 #include "smaps_rollup_race.h"
 
@@ -59,30 +54,6 @@
 #define THP_SLOT_MAX	(8UL << 20)	/* slot 0 of thread 0, mixed churn */
 #define STABLE_PAGES	2048		/* each page its own VMA */
 #define SPLIT_VMA	(64UL << 20)	/* "split_below" */
-#define WRITERS_VMA	(8UL << 20)	/* "writers": quick to read at nice 19 */
-
-/*
- * low_priority_reader_waits_for_writers_a_bounded_cpu_time: LOW_READS reads
- * at a time (a multiple of three, for the three ways of race_read_once())
- * at nice LOW_NICE, and what their read()s may cost with the writers: CPU
- * time against that of reads without them, and wall time.  A batch that
- * finds a writer waits for it, holding nothing, without sleeping, for a
- * millisecond at most (SMAPS_ROLLUP_WAIT_NS), until the first writer is
- * done, so that it is never granted the lock while it cannot run.  With
- * the writers, the reads measured 0.71 to 1.82 ms of CPU time per stop
- * beyond their CPU time without them (3 runs in a TCG guest): LOW_STOP_US
- * per stop.  That bound catches a reader that waits for more than its
- * writer, but not always one that spins until its trylock succeeds
- * (1.39 ms per stop in one run).  A reader that queued on the lock at once
- * cost 1.6 to 3.6 times its CPU time without the writers, and its writers
- * waited for it.
- */
-#define LOW_NICE	19
-#define LOW_READS	21
-#define LOW_CPU_FACTOR	4
-#define LOW_CPU_SLACK_US	20000
-#define LOW_STOP_US		2500
-#define LOW_WALL_MS	60000
 
 /* In the order of workloads[]. */
 enum {
@@ -93,7 +64,6 @@ enum {
 	CHURN_UNMAP,
 	CHURN_REMAP,
 	CHURN_SPLIT_BELOW,
-	CHURN_WRITERS,
 };
 
 struct slot {
@@ -129,8 +99,6 @@ static size_t region_len(int churn)
 		return 0;
 	case CHURN_SPLIT_BELOW:
 		return SPLIT_VMA;
-	case CHURN_WRITERS:
-		return WRITERS_VMA;
 	default:
 		return LARGE_VMA;
 	}
@@ -288,7 +256,6 @@ static int layout_op(int id, unsigned int r)
 
 	switch (mode) {
 	case CHURN_INTERRUPT:
-	case CHURN_WRITERS:
 		race_interrupt_op(id, region, region_len(mode));
 		break;
 	case CHURN_SPLIT_BELOW:
@@ -413,10 +380,7 @@ static int map_stable(unsigned long *addr)
 
 /*
  * Step 1: the memory no one touches, and the churn threads, waiting.
- * Step 2: churn while the main thread forks and reaps children (but in
- * "writers": a child shares the target's pages until it exits, and a
- * shared page costs the reader more CPU time to count than a page of its
- * own), for @arg ms at most.
+ * Step 2: churn while the main thread forks and reaps children.
  */
 static int churn_step(int step, long arg, unsigned long *val)
 {
@@ -424,10 +388,10 @@ static int churn_step(int step, long arg, unsigned long *val)
 		.map = map_stable,
 		.op = churn_op,
 		.threads = NR_THREADS,
-		.fork = mode != CHURN_WRITERS,
+		.fork = true,
 	};
 
-	return race_churn_step(&churn, step, arg, val);
+	return race_churn_step(&churn, step, val);
 }
 
 #define CHURN_STEP(name, m)						\
@@ -444,7 +408,6 @@ CHURN_STEP(split_merge, CHURN_SPLIT_MERGE)
 CHURN_STEP(unmap, CHURN_UNMAP)
 CHURN_STEP(remap, CHURN_REMAP)
 CHURN_STEP(split_below, CHURN_SPLIT_BELOW)
-CHURN_STEP(writers, CHURN_WRITERS)
 
 static const struct sr_workload workloads[] = {
 	/* clock_gettime() needs the vDSO; no exact Pss here anyway. */
@@ -455,7 +418,6 @@ static const struct sr_workload workloads[] = {
 	{ "unmap", unmap_step, 0 },
 	{ "remap", remap_step, 0 },
 	{ "split_below", split_below_step, 0 },
-	{ "writers", writers_step, 0 },
 	{}
 };
 
@@ -572,168 +534,6 @@ TEST_F_TIMEOUT(race, vma_partly_unmapped_across_resume_counted_exactly, 90)
 TEST_F_TIMEOUT(race, vma_resized_or_partly_moved_across_resume_counted_exactly, 90)
 {
 	expect_fixed(_metadata, &self->t, &self->rd, CHURN_REMAP, false);
-}
-
-/* A thread that keeps a CPU busy, from busy_start() to busy_stop(). */
-struct busy {
-	pthread_t thread;
-	cpu_set_t cpus;		/* where it runs */
-	int state;		/* 1 busy, -1 could not move there; 2 to stop */
-};
-
-static void *busy_thread(void *arg)
-{
-	struct busy *b = arg;
-
-	if (sched_setaffinity(0, sizeof(b->cpus), &b->cpus)) {
-		__atomic_store_n(&b->state, -1, __ATOMIC_RELAXED);
-		return NULL;
-	}
-	__atomic_store_n(&b->state, 1, __ATOMIC_RELAXED);
-	while (__atomic_load_n(&b->state, __ATOMIC_RELAXED) != 2)
-		;
-	return NULL;
-}
-
-/* Start @b on @cpus, and wait until it runs there: 0, or -1. */
-static int busy_start(struct busy *b, const cpu_set_t *cpus)
-{
-	b->cpus = *cpus;
-	b->state = 0;
-	if (pthread_create(&b->thread, NULL, busy_thread, b))
-		return -1;
-	while (!__atomic_load_n(&b->state, __ATOMIC_RELAXED))
-		sched_yield();
-	return b->state == 1 ? 0 : -1;
-}
-
-static void busy_stop(struct busy *b)
-{
-	__atomic_store_n(&b->state, 2, __ATOMIC_RELAXED);
-	pthread_join(b->thread, NULL);
-}
-
-/*
- * @n reads, each showing Anonymous, Swap and Rss as before, with the churn
- * running all through if it runs at the first.  Returns the CPU time of
- * their read()s, in us.
- */
-static long long timed_reads(struct __test_metadata *_metadata,
-			     struct sr_target *t, struct race_reader *rd,
-			     const struct sr_rollup *before, int n)
-{
-	bool churn = rd->since && !rd->stopped;
-	long long cpu_ns = rd->cpu_ns;
-	struct sr_rollup r;
-	int i, ret;
-
-	for (i = 0; i < n; i++) {
-		ret = race_read_once(_metadata, rd, &r);
-		ASSERT_EQ(0, ret) TH_LOG("read %d: %s", i + 1, strerror(-ret));
-		race_expect_as_before(_metadata, rd, before, &r, true);
-		if (!churn)
-			continue;
-		rd->during++;
-		ASSERT_TRUE(race_churn_running(t))
-			TH_LOG("the churn ended at read %d, after %lld ms",
-			       i + 1, race_now_ms() - rd->since);
-	}
-	return (rd->cpu_ns - cpu_ns) / 1000;
-}
-
-/*
- * LOW_READS reads without the writers, with as many busy threads on the
- * other CPUs as there are writers: the CPU time of their read()s, in us.
- */
-static long long idle_reads(struct __test_metadata *_metadata,
-			    struct sr_target *t, struct race_reader *rd,
-			    const struct sr_rollup *before,
-			    const cpu_set_t *others)
-{
-	struct busy busy[NR_THREADS];
-	long long us;
-	int i;
-
-	for (i = 0; i < NR_THREADS; i++)
-		ASSERT_EQ(0, busy_start(&busy[i], others));
-	us = timed_reads(_metadata, t, rd, before, LOW_READS);
-	for (i = 0; i < NR_THREADS; i++)
-		busy_stop(&busy[i]);
-	return us;
-}
-
-/*
- * A sampler is typically a low-priority task on a busy CPU.  When writers
- * wait for the lock its walk holds, it must let them in, and may wait for
- * them spinning for one writer each time it lets go: LOW_READS
- * reads at nice LOW_NICE, pinned to one CPU with a busy thread of nice 0,
- * of a target whose writers ("writers") run on the other CPUs, must cost
- * at most LOW_CPU_FACTOR times the CPU time of as many reads without the
- * writers, plus LOW_STOP_US per stop and LOW_CPU_SLACK_US, and take at
- * most LOW_WALL_MS.  What counts is the CPU time of the read()s
- * (CLOCK_THREAD_CPUTIME_ID around each).  The reads without the writers
- * run alike (the same CPU, nice and busy thread, and as many busy threads
- * on the other CPUs as there are writers), before the writers start and
- * after they stop, and the costlier of the two runs counts: on a VM, the
- * CPU time of the same read can change several times over from one
- * second to the next, whatever the writers do.
- */
-TEST_F_TIMEOUT(race, low_priority_reader_waits_for_writers_a_bounded_cpu_time, 180)
-{
-	long long quiet_us, after_us, busy_us, wall_ms, stops;
-	struct sr_rollup before;
-	cpu_set_t others, one;
-	struct busy hog;
-	int cpu;
-
-	ASSERT_EQ(0, sched_getaffinity(0, sizeof(others), &others));
-	if (CPU_COUNT(&others) < 2)
-		SKIP(return, "one CPU: the reader and a busy thread need one, the writers another");
-	for (cpu = 0; !CPU_ISSET(cpu, &others); cpu++)
-		;
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	/* The target, and what it forks, runs on the other CPUs. */
-	CPU_CLR(cpu, &others);
-	ASSERT_EQ(0, sched_setaffinity(0, sizeof(others), &others));
-	set_up(_metadata, &self->t, &self->rd, CHURN_WRITERS, &before);
-	race_expect_region_resident(_metadata, self->t.pid, &self->rd,
-				    region_len(CHURN_WRITERS), before.kb[SR_RSS]);
-	ASSERT_EQ(0, busy_start(&hog, &one))
-		TH_LOG("a busy thread on CPU %d", cpu);
-	ASSERT_EQ(0, sched_setaffinity(0, sizeof(one), &one));
-	ASSERT_EQ(0, setpriority(PRIO_PROCESS, syscall(SYS_gettid), LOW_NICE));
-
-	quiet_us = idle_reads(_metadata, &self->t, &self->rd, &before, &others);
-	race_go(_metadata, &self->t, &self->rd);
-	busy_us = timed_reads(_metadata, &self->t, &self->rd, &before,
-			      LOW_READS);
-	wall_ms = race_now_ms() - self->rd.since;
-	race_stop_churn(_metadata, &self->t, &self->rd);
-	after_us = idle_reads(_metadata, &self->t, &self->rd, &before, &others);
-	busy_stop(&hog);
-	TH_LOG("CPU %d, nice %d, %d reads each, CPU time without the writers:",
-	       cpu, LOW_NICE, LOW_READS);
-	TH_LOG("%lld us before them, %lld us after, %lu stops",
-	       quiet_us, after_us, self->rd.idle_stops);
-	stops = self->rd.held[SR_HELD_MMAP_LOCK] + self->rd.held[SR_HELD_NONE];
-	TH_LOG("with the writers: %lld us of CPU time, %lld ms, %lld stops",
-	       busy_us, wall_ms, stops);
-	if (after_us > quiet_us)
-		quiet_us = after_us;
-	EXPECT_GE(LOW_CPU_FACTOR * quiet_us + LOW_STOP_US * stops +
-		  LOW_CPU_SLACK_US, busy_us)
-		TH_LOG("CPU time with the writers over %d x %lld us + %lld x %d us + %d us",
-		       LOW_CPU_FACTOR, quiet_us, stops, LOW_STOP_US,
-		       LOW_CPU_SLACK_US);
-	EXPECT_GE(LOW_WALL_MS, wall_ms);
-	/*
-	 * The tests above check the stops.  A batch that finds mmap_lock
-	 * taken or wanted by a writer waits, spinning, for the first writer
-	 * to be done, then queues on the lock.
-	 */
-	self->rd.cpu_only = true;
-	race_finish(_metadata, &self->t, &self->rd);
 }
 
 TEST_HARNESS_MAIN

@@ -171,7 +171,7 @@ static int page_out_half(void)
 	if (ret)
 		return ret;
 	for (off = 0; off < LARGE_VMA && !ret; off += 2 * SWAP_CHUNK)
-		ret = madvise(region + off, SWAP_CHUNK, MADV_PAGEOUT) ? -errno : 0;
+		ret = sr_page_out(region + off, SWAP_CHUNK);
 	if (sched_setaffinity(0, sizeof(cpus), &cpus) && !ret)
 		ret = -errno;
 	return ret;
@@ -305,8 +305,7 @@ static int map_churn(unsigned long *addr)
 
 /*
  * Step 1: the walked region, and the churn threads, waiting.  Step 2:
- * churn while the main thread forks and reaps children, for @arg ms at
- * most.
+ * churn while the main thread forks and reaps children.
  */
 static int churn_step(int step, long arg, unsigned long *val)
 {
@@ -317,7 +316,7 @@ static int churn_step(int step, long arg, unsigned long *val)
 		.fork = true,
 	};
 
-	return race_churn_step(&churn, step, arg, val);
+	return race_churn_step(&churn, step, val);
 }
 
 #define CHURN_STEP(name, m)						\

@@ -82,7 +82,7 @@ static int pageout_step(int step, long arg, unsigned long *val)
 	int ret;
 
 	if (step == 2)
-		return madvise(region, REGION, MADV_PAGEOUT) ? -errno : 0;
+		return sr_page_out(region, REGION);
 	ret = sr_pin_to_one_cpu(NULL);
 	if (!ret && arg < 0)
 		ret = sr_map_anon(&region, REGION, MAP_PRIVATE);
@@ -102,9 +102,11 @@ static int pageout_three_step(int step, long arg, unsigned long *val)
 	int i, fd, ret;
 
 	if (step == 2) {
-		for (i = 0; i < 3; i++)
-			if (madvise(swapped[i], REGION, MADV_PAGEOUT))
-				return -errno;
+		for (i = 0; i < 3; i++) {
+			ret = sr_page_out(swapped[i], REGION);
+			if (ret)
+				return ret;
+		}
 		return 0;
 	}
 	ret = sr_pin_to_one_cpu(NULL) ?: sr_map_anon(&swapped[0], REGION, MAP_PRIVATE);
@@ -233,6 +235,7 @@ static int mthp_step_1(long op)
 static int mthp_step(int step, long arg, unsigned long *val)
 {
 	size_t off, half = MTHP / 2;
+	int ret = 0;
 	void *p;
 
 	if (step == 1)
@@ -260,10 +263,9 @@ static int mthp_step(int step, long arg, unsigned long *val)
 			   MREMAP_MAYMOVE | MREMAP_FIXED, region2);
 		return p == region2 ? 0 : -errno;
 	case MTHP_HALF_PAGED_OUT:
-		for (off = 0; off < MTHP_REGION; off += MTHP)
-			if (madvise(region + off, half, MADV_PAGEOUT))
-				return -errno;
-		return 0;
+		for (off = 0; off < MTHP_REGION && !ret; off += MTHP)
+			ret = sr_page_out(region + off, half);
+		return ret;
 	case MTHP_FREED:
 		if (madvise(region, MTHP_REGION, MADV_FREE))
 			return -errno;

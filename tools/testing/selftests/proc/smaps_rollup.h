@@ -716,6 +716,48 @@ static inline void sr_fill_distinct(char *p, size_t len)
 	}
 }
 
+/* How often sr_page_out() asks reclaim for what it left in memory. */
+#define SR_PAGEOUT_TRIES	8
+
+/*
+ * MADV_PAGEOUT @len bytes at @p until mincore() finds none of its pages in
+ * memory, SR_PAGEOUT_TRIES times at most: reclaim may leave a folio it
+ * could not isolate or lock, or unmap one it could not write out.  Each page
+ * left is read, so that the next MADV_PAGEOUT finds it mapped.  Allocates
+ * nothing: the target's Rss must not change.  0, -errno, or -EBUSY after
+ * saying how much is left.
+ */
+static inline int sr_page_out(char *p, size_t len)
+{
+	size_t page = getpagesize(), left = len, off, n, i;
+	unsigned char vec[256];
+	int try;
+
+	for (try = 0; left && try < SR_PAGEOUT_TRIES; try++) {
+		if (madvise(p, len, MADV_PAGEOUT))
+			return -errno;
+		left = 0;
+		for (off = 0; off < len; off += n * page) {
+			n = (len - off) / page;
+			if (n > sizeof(vec))
+				n = sizeof(vec);
+			if (mincore(p + off, n * page, vec))
+				return -errno;
+			for (i = 0; i < n; i++) {
+				if (!(vec[i] & 1))
+					continue;
+				left += page;
+				sr_touch(p + off + i * page, page, -1);
+			}
+		}
+	}
+	if (!left)
+		return 0;
+	fprintf(stderr, "# MADV_PAGEOUT left %zu of %zu kB in memory, %d times\n",
+		left >> 10, len >> 10, SR_PAGEOUT_TRIES);
+	return -EBUSY;
+}
+
 /* Write the @pages pages at @p, then make every other one read-only. */
 static inline int sr_write_and_split(char *p, long pages)
 {
