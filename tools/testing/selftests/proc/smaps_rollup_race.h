@@ -9,10 +9,9 @@
  * none.  Step 2 lets the threads loop over the churn's operation until the
  * test writes a byte to the command pipe or closes it, the main thread
  * forking children that exit at once meanwhile if the churn wants it; it
- * returns when the threads have stopped, with
- * the error that stopped one of them, if one did.  The threads never exit:
- * glibc would MADV_DONTNEED the stack of an exiting thread, changing
- * Anonymous.
+ * returns when the threads have stopped, with the error that stopped one
+ * of them, if one did.  The threads never exit: glibc would MADV_DONTNEED
+ * the stack of an exiting thread, changing Anonymous.
  *
  * The test side.  A reader reads the target's smaps_rollup in three ways
  * in turn: through a new fd each time, through pread() at 0 on one fd, and
