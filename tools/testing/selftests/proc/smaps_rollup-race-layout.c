@@ -455,7 +455,7 @@ static void expect_fixed(struct __test_metadata *_metadata,
 			  region_len(churn), 0, exact_rss);
 }
 
-TEST_F_TIMEOUT(race, every_read_parses_within_bounds_during_churn, 90)
+TEST_F_TIMEOUT(race, every_read_parses_within_bounds_during_churn, RACE_TIMEOUT)
 {
 	unsigned long long bound, most = 0;
 	struct sr_rollup before, r;
@@ -492,17 +492,17 @@ TEST_F_TIMEOUT(race, every_read_parses_within_bounds_during_churn, 90)
 }
 
 /* The churn maps shared memory only, which is not Anonymous. */
-TEST_F_TIMEOUT(race, untouched_anonymous_memory_counted_exactly_during_churn, 90)
+TEST_F_TIMEOUT(race, untouched_anonymous_memory_counted_exactly_during_churn, RACE_TIMEOUT)
 {
 	expect_fixed(_metadata, &self->t, &self->rd, CHURN_SHMEM, false);
 }
 
-TEST_F_TIMEOUT(race, walk_resumed_inside_a_vma_counts_it_exactly, 90)
+TEST_F_TIMEOUT(race, walk_resumed_inside_a_vma_counts_it_exactly, RACE_TIMEOUT)
 {
 	expect_fixed(_metadata, &self->t, &self->rd, CHURN_INTERRUPT, true);
 }
 
-TEST_F_TIMEOUT(race, vma_split_or_merged_across_resume_counted_exactly, 90)
+TEST_F_TIMEOUT(race, vma_split_or_merged_across_resume_counted_exactly, RACE_TIMEOUT)
 {
 	expect_fixed(_metadata, &self->t, &self->rd, CHURN_SPLIT_MERGE, false);
 }
@@ -513,7 +513,7 @@ TEST_F_TIMEOUT(race, vma_split_or_merged_across_resume_counted_exactly, 90)
  * than the one it left: it must go on at the address it stopped at, and
  * count every page of the VMA once, on every read.
  */
-TEST_F_TIMEOUT(race, vma_split_below_the_resume_address_counted_once, 90)
+TEST_F_TIMEOUT(race, vma_split_below_the_resume_address_counted_once, RACE_TIMEOUT)
 {
 	expect_fixed(_metadata, &self->t, &self->rd, CHURN_SPLIT_BELOW, true);
 }
@@ -522,7 +522,7 @@ TEST_F_TIMEOUT(race, vma_split_below_the_resume_address_counted_once, 90)
  * Ranges of the walked VMA's unwritten upper half go and come back: its
  * written lower half must be counted once, every time.
  */
-TEST_F_TIMEOUT(race, vma_partly_unmapped_across_resume_counted_exactly, 90)
+TEST_F_TIMEOUT(race, vma_partly_unmapped_across_resume_counted_exactly, RACE_TIMEOUT)
 {
 	expect_fixed(_metadata, &self->t, &self->rd, CHURN_UNMAP, false);
 }
@@ -531,7 +531,7 @@ TEST_F_TIMEOUT(race, vma_partly_unmapped_across_resume_counted_exactly, 90)
  * As above, but the VMA shrinks and grows back in place, or ranges of its
  * upper half move away and back.
  */
-TEST_F_TIMEOUT(race, vma_resized_or_partly_moved_across_resume_counted_exactly, 90)
+TEST_F_TIMEOUT(race, vma_resized_or_partly_moved_across_resume_counted_exactly, RACE_TIMEOUT)
 {
 	expect_fixed(_metadata, &self->t, &self->rd, CHURN_REMAP, false);
 }

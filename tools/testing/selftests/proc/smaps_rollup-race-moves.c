@@ -242,14 +242,14 @@ static void expect_exact_while_moving(struct __test_metadata *_metadata,
 }
 
 /* Moved as fast as mremap() goes: every pass of a read may see a move. */
-TEST_F_TIMEOUT(moves, mapping_moved_in_a_tight_loop_counted_exactly, 120)
+TEST_F_TIMEOUT(moves, mapping_moved_in_a_tight_loop_counted_exactly, RACE_TIMEOUT)
 {
 	expect_exact_while_moving(_metadata, &self->t, &self->rd,
 				  "moves_tight", TIGHT_LEN);
 }
 
 /* Moved once a millisecond: some passes see a move, some do not. */
-TEST_F_TIMEOUT(moves, mapping_moved_every_millisecond_counted_exactly, 120)
+TEST_F_TIMEOUT(moves, mapping_moved_every_millisecond_counted_exactly, RACE_TIMEOUT)
 {
 	expect_exact_while_moving(_metadata, &self->t, &self->rd,
 				  "moves_paced", PACED_LEN);

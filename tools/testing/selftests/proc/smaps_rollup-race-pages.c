@@ -417,7 +417,7 @@ static void expect_fixed(struct __test_metadata *_metadata,
 			  region_len(churn), swap_kb, false);
 }
 
-TEST_F_TIMEOUT(race, thp_collapsed_across_resume_counted_exactly, 90)
+TEST_F_TIMEOUT(race, thp_collapsed_across_resume_counted_exactly, RACE_TIMEOUT)
 {
 	expect_fixed(_metadata, &self->t, &self->rd, CHURN_COLLAPSE, 0);
 }
@@ -427,7 +427,7 @@ TEST_F_TIMEOUT(race, thp_collapsed_across_resume_counted_exactly, 90)
  * swapped out, whose swap is counted by range then: Swap must come out as
  * SWAPPED_KB on every read, never counted twice nor lost.
  */
-TEST_F_TIMEOUT(race, shmem_swap_counted_exactly_across_resume, 90)
+TEST_F_TIMEOUT(race, shmem_swap_counted_exactly_across_resume, RACE_TIMEOUT)
 {
 	long free_kb = sr_meminfo_kb("SwapFree:");
 
@@ -443,7 +443,7 @@ TEST_F_TIMEOUT(race, shmem_swap_counted_exactly_across_resume, 90)
  * one swap entry each: when the walk stops within one of them, its swap must
  * still count once, not on both sides of the stop.
  */
-TEST_F_TIMEOUT(race, large_shmem_swap_entries_counted_once_across_resume, 90)
+TEST_F_TIMEOUT(race, large_shmem_swap_entries_counted_once_across_resume, RACE_TIMEOUT)
 {
 	long free_kb = sr_meminfo_kb("SwapFree:");
 	long alloc[2] = { 0, 0 }, swpout[2] = { 0, 0 };
@@ -478,7 +478,7 @@ TEST_F_TIMEOUT(race, large_shmem_swap_entries_counted_once_across_resume, 90)
  * the sum of the two must not move; and once the churn has stopped, the
  * rollup is the sum of smaps.
  */
-TEST_F_TIMEOUT(race, anonymous_plus_swap_counted_exactly_during_pageout, 90)
+TEST_F_TIMEOUT(race, anonymous_plus_swap_counted_exactly_during_pageout, RACE_TIMEOUT)
 {
 	long free_kb = sr_meminfo_kb("SwapFree:");
 	struct sr_rollup before, r;
@@ -510,7 +510,7 @@ TEST_F_TIMEOUT(race, anonymous_plus_swap_counted_exactly_during_pageout, 90)
  * neither changes Anonymous; and once the churn has stopped (and khugepaged
  * paces itself again), the rollup is the sum of smaps.
  */
-TEST_F_TIMEOUT(race, thp_split_and_collapsed_by_khugepaged_counted_exactly, 90)
+TEST_F_TIMEOUT(race, thp_split_and_collapsed_by_khugepaged_counted_exactly, RACE_TIMEOUT)
 {
 	struct sr_rollup before, r;
 	char path[128], mode_word[16];

@@ -49,6 +49,13 @@
 
 #define CHURN_MS	2000
 #define MIN_READS	10
+/*
+ * The harness's timeout of a race test, in s: a guard against a hang, not
+ * a bound on the kernel.  The slowest test took 31.6 s on a KCSAN kernel in
+ * a TCG guest, and the same host, loaded with a second such run, took
+ * twice as long to do the same work: five times that, and more.
+ */
+#define RACE_TIMEOUT	360
 #define RACE_THREADS_MAX	4
 /* The walked region of most churns: one VMA of 64 page tables. */
 #define LARGE_VMA	(128UL << 20)
