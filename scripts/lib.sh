@@ -409,8 +409,8 @@ plan_results() {
 plan_times() {
 	local slow
 	# awk reads all of sort's output: a head(1) that exits after 5 lines
-	# would kill sort with SIGPIPE once there are more than 4 KiB of them,
-	# and pipefail would make that the caller's exit status (141).
+	# kills sort with SIGPIPE if sort still writes by then, and pipefail
+	# makes that the caller's exit status (141).
 	slow=$(find "$1" -name '*.times' -exec cat {} + 2>/dev/null | sort -rn |
 		awk 'NR <= 5 { printf "%s%.1f s %s", sep, $1 / 1000, $2; sep = "; " }')
 	[ -z "$slow" ] || say "slowest test cases in $1: $slow"
