@@ -46,6 +46,14 @@
  * out to swap while the mapper runs; its control is status:N with it too.
  */
 #define INVERT_SWAP_SUFFIX "+swap"
+/*
+ * A bench-invert condition that ends in this (status:1+move, rollup:1+move)
+ * has a thread of the mapper on its CPU move 8 MiB of populated anonymous
+ * memory back and forth with UFFDIO_MOVE all along, as ART's garbage
+ * collector does; its control is status:N with it too. The two suffixes
+ * combine (rollup:1+swap+move).
+ */
+#define INVERT_MOVE_SUFFIX "+move"
 
 /* bench-moves: one method of one moves cell. */
 #define RECORD_MOVES_FIELDS \

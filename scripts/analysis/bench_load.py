@@ -10,7 +10,7 @@ TAG = KERNEL-MODEL-rROUND (series-full-r1); load_run loads one model's
 boots at a time.
 
 The records' fields, the stall records' file name and layout and the
-suffix of bench-invert's swap conditions are read from the bench
+suffixes of bench-invert's swap and UFFDIO_MOVE conditions are read from the bench
 programs' header, guest/bench/records.h; the preemption models from
 kernels/models.
 """
@@ -35,7 +35,7 @@ def read_models(path=MODELS_TABLE):
 
 def read_records_header(path=RECORDS_H):
     """records.h: ({kind: field names} of the CSV records, {name: value}
-    of its other definitions: STALL_OPS_*, INVERT_SWAP_SUFFIX). Fails when
+    of its other definitions: STALL_OPS_*, INVERT_SWAP_SUFFIX...). Fails when
     a record's names and the conversions of its format differ in number."""
     with open(path) as f:
         text = f.read().replace("\\\n", " ")
@@ -63,6 +63,8 @@ RECORDS, HEADER_DEFS = read_records_header()
 STALL_OPS = {k: v for k, v in HEADER_DEFS.items() if k.startswith("STALL_OPS_")}
 # The suffix of bench-invert's conditions with swap (rollup:1+swap).
 INVERT_SWAP_SUFFIX = HEADER_DEFS["INVERT_SWAP_SUFFIX"]
+# The suffix of its conditions with UFFDIO_MOVE (rollup:1+move).
+INVERT_MOVE_SUFFIX = HEADER_DEFS["INVERT_MOVE_SUFFIX"]
 STALL_OPS_FIELDS = STALL_OPS["STALL_OPS_FIELDS"].split(",")
 if len(STALL_OPS_FIELDS) != int(STALL_OPS["STALL_OPS_WORDS"]):
     raise ValueError(f"{RECORDS_H}: STALL_OPS_FIELDS and STALL_OPS_WORDS differ")

@@ -99,10 +99,18 @@ class AnalyzeTest(Analysed):
                     for k, c, _, _, mean_ok, max_ok in self.figures["invert_verdicts"]}
         self.assertEqual(verdicts[("series", "rollup:1")], (True, True))
         self.assertEqual(verdicts[("stock", "rollup:1")], (False, False))
-        # The +swap conditions are swap_verdicts'.
+        # The +swap conditions are swap_verdicts', the +move ones move_verdicts'.
         self.assertEqual(set(verdicts), {("series", "rollup:1"), ("stock", "rollup:1")})
         self.assertEqual(bench_stats.readers_of("rollup=smaps_rollup_stock:2+swap"), 2)
         self.assertEqual(bench_stats.control_of("rollup:2+swap"), "status:2+swap")
+        self.assertEqual(bench_stats.readers_of("rollup=smaps_rollup_stock:2+move"), 2)
+        self.assertEqual(bench_stats.control_of("rollup:2+move"), "status:2+move")
+        self.assertEqual(bench_stats.split_suffix("rollup:1+swap+move"),
+                         ("rollup:1", "+swap+move"))
+        self.assertEqual(bench_stats.control_of("rollup:1+swap+move"), "status:1+swap+move")
+        self.assertEqual(bench_stats.split_suffix("none+move"), ("none", "+move"))
+        self.assertEqual(bench_stats.readers_of("none+move"), 0)
+        self.assertEqual(bench_stats.split_suffix("rollup:1"), ("rollup:1", ""))
 
     def test_swap(self):
         models = self.figures["models"]
@@ -144,6 +152,61 @@ class AnalyzeTest(Analysed):
         self.assertIn("| series | rollup:1+swap | 3 | 1000 | 53.0 | 560 |", self.readme)
         self.assertIn("| full | series | rollup:1+swap | 60.0 | 50.0 | 1.20 | 650 | 500 |",
                       self.readme)
+
+    def test_move(self):
+        """The +move conditions (UFFDIO_MOVE beside the mapper): the move
+        bar, judged under full, and their rows in the tables and CSVs."""
+        models = self.figures["models"]
+        self.assertAlmostEqual(self.figures["invert"][("series", "rollup:1+move")]["mean"], 110.0)
+        self.assertAlmostEqual(self.figures["invert"][("series", "rollup:1+move")]["max"], 1100.0)
+        (voluntary,) = bench_stats.move_verdicts("voluntary", models["voluntary"])
+        self.assertEqual((voluntary.kind, voluntary.cell, voluntary.issue, voluntary.readers),
+                         ("invert", "rollup:1+move", "move", 1))
+        self.assertEqual((voluntary.is_bar, voluntary.met), (False, True))
+        for which, mean, peak in (("series", 1.1, 1.1), ("stock_file", 16.0, 20.0),
+                                  ("stock", 19.5, 24.0), ("plain", 1.1, 0.9)):
+            self.assertAlmostEqual(voluntary.ratio(which, "mean"), mean, msg=which)
+            self.assertAlmostEqual(voluntary.ratio(which, "max"), peak, msg=which)
+        (full,) = bench_stats.move_verdicts("full", models["full"])
+        self.assertTrue(full.is_bar)
+        self.assertFalse(full.met)
+        self.assertAlmostEqual(full.ratio("series", "mean"), 1.3)
+        self.assertAlmostEqual(full.ratio("stock", "mean"), 19.5)
+        # The +move cells are not swap cells.
+        self.assertNotIn("rollup:1+move", {v.cell for v in bench_stats.swap_verdicts(
+            "full", models["full"])})
+        self.assertIn("- **Move bar (UFFDIO_MOVE)** (full preemption; inversion, a thread of "
+                      "the mapper moving 8 MiB back and forth with UFFDIO_MOVE, rollup:1+move, "
+                      "control status:1+move; TCG guest, emulated): MISSED: mapper mean 130 "
+                      "against 100 µs, 1.30x (bar 1.2x); median of per-run maxima 1100 against "
+                      "1000 µs, 1.10x (no bar). Over their controls: stock's implementation in "
+                      "the same boot 16.0x / 24.0x; the stock kernel's rollup 19.5x / 24.0x; the "
+                      "same without the moves (rollup:1) 1.20x / 1.20x.", self.readme)
+        self.assertIn("- Move cell against the UFFDIO_MOVE bar, for comparison (voluntary "
+                      "preemption, the bar being judged under full; inversion", self.readme)
+        self.assertIn("| series | rollup:1+move | 3 | 1000 | 110 | 1100 |", self.readme)
+        self.assertIn("| series | stock file:1+move | 3 | 1000 | 1600 | 20000 |", self.readme)
+        self.assertIn("| full | series | rollup:1+move | 130 | 100 | 1.30 | 1100 | 1000 |",
+                      self.readme)
+        self.assertIn("| full | rollup:1+move | status:1+move | 1.30x / 1.10x | 1.2x / – | MISSED "
+                      "| 16.0x / 24.0x | 19.5x / 24.0x | 1.20x / 1.20x |", self.readme)
+        self.assertIn("| voluntary | rollup:1+swap | status:1+swap | 1.06x / 1.12x | 1.1x / 1.2x "
+                      "| met (judged under full) |", self.readme)
+        with open(os.path.join(self.out, "invert-cells.csv")) as f:
+            rows = {(r["model"], r["condition"]): r for r in csv.DictReader(f)}
+        self.assertEqual(set(rows), {(m, f"rollup:1{s}") for m in ("voluntary", "full")
+                                     for s in ("+swap", "+move")})
+        row = rows[("full", "rollup:1+move")]
+        self.assertEqual((row["issue"], row["control"], row["judged"], row["met"], row["bar_max"]),
+                         ("move", "status:1+move", "yes", "no", ""))
+        self.assertAlmostEqual(float(row["series_mean_ratio"]), 1.3)
+        self.assertAlmostEqual(float(row["stock_file_max_ratio"]), 24.0)
+        self.assertAlmostEqual(float(rows[("voluntary", "rollup:1+swap")]["bar_mean"]), 1.1)
+        with open(os.path.join(self.out, "invert.csv")) as f:
+            conds = {(r["kernel"], r["condition"]) for r in csv.DictReader(f)}
+        self.assertLessEqual({("series", "status:1+move"), ("series", "rollup:1+move"),
+                              ("series", "rollup=smaps_rollup_stock:1+move"),
+                              ("stock", "status:1+move"), ("stock", "rollup:1+move")}, conds)
 
     def test_fleet(self):
         self.assertAlmostEqual(self.figures["fleet_ratios"][0], 1.1)
