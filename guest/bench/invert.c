@@ -35,28 +35,8 @@
  * (ns; OPS counts munmap + mmap pairs; READS the readers' reads).
  */
 #include "common.h"
-#include <linux/userfaultfd.h>
 #include <pthread.h>
 #include <stdbool.h>
-#include <sys/ioctl.h>
-#include <sys/syscall.h>
-
-/* UFFDIO_MOVE (Linux 6.8) for older userspace headers: its uapi. */
-#ifndef UFFD_FEATURE_MOVE
-#define UFFD_FEATURE_MOVE (1 << 16)
-#endif
-#ifndef _UFFDIO_MOVE
-#define _UFFDIO_MOVE (0x05)
-#define UFFDIO_MOVE _IOWR(UFFDIO, _UFFDIO_MOVE, struct uffdio_move)
-#define UFFDIO_MOVE_MODE_DONTWAKE ((__u64)1 << 0)
-struct uffdio_move {
-	__u64 dst;
-	__u64 src;
-	__u64 len;
-	__u64 mode;
-	__s64 move;
-};
-#endif
 
 #define REGION (128ul << 20)
 #define PAUSE_NS 10000
@@ -143,69 +123,12 @@ static void *mover(void *arg)
 
 	while (!__atomic_load_n(&mv->stop, __ATOMIC_ACQUIRE)) {
 		int from = mv->moves % 2;
-		struct uffdio_move m = {
-			.dst = (uintptr_t)mv->area[!from],
-			.src = (uintptr_t)mv->area[from],
-			.len = MOVE_BYTES,
-			.mode = UFFDIO_MOVE_MODE_DONTWAKE,	/* nothing waits on a fault there */
-		};
 
-		if (ioctl(mv->uffd, UFFDIO_MOVE, &m))
-			die("move %d of UFFDIO_MOVE failed: %lld of %lu bytes moved",
-			    (int)mv->moves + 1, (long long)m.move, MOVE_BYTES);
-		if (m.move != (long long)MOVE_BYTES) {
-			errno = 0;
-			die("move %d of UFFDIO_MOVE moved %lld of %lu bytes",
-			    (int)mv->moves + 1, (long long)m.move, MOVE_BYTES);
-		}
+		uffd_move(mv->uffd, mv->area[!from], mv->area[from], MOVE_BYTES, "+move",
+			  (unsigned long long)mv->moves + 1);
 		mv->moves++;
 	}
 	return NULL;
-}
-
-/*
- * uffd_open: a userfaultfd with UFFD_FEATURE_MOVE, and with
- * UFFD_FEATURE_SIGBUS: a fault on a missing page of its areas (a bug:
- * nothing handles faults) kills the mapper with SIGBUS instead of waiting
- * forever. Dies saying why when there is none: no userfaultfd in the
- * kernel, not permitted, or no UFFDIO_MOVE (before Linux 6.8).
- */
-static int uffd_open(void)
-{
-	struct uffdio_api api = { .api = UFFD_API };
-	int fd;
-
-	for (int pass = 0; pass < 2; pass++) {
-		fd = syscall(SYS_userfaultfd, O_CLOEXEC);
-		if (fd < 0 && errno == ENOSYS)
-			die("+move: this kernel has no userfaultfd (CONFIG_USERFAULTFD), so no UFFDIO_MOVE");
-		if (fd < 0 && errno == EPERM) {
-			char sysctl[16] = "?";
-			int s = open("/proc/sys/vm/unprivileged_userfaultfd", O_RDONLY);
-
-			if (s >= 0) {
-				read_line(s, sysctl, sizeof(sysctl));
-				sysctl[strcspn(sysctl, "\n")] = '\0';
-				close(s);
-			}
-			die("+move: userfaultfd not permitted (vm.unprivileged_userfaultfd = %s, uid %d): run as root or set the sysctl to 1",
-			    sysctl, (int)getuid());
-		}
-		if (fd < 0)
-			die("+move: userfaultfd");
-		/* The first pass asks what the kernel has, the second enables it. */
-		api.features = pass ? UFFD_FEATURE_MOVE | UFFD_FEATURE_SIGBUS : 0;
-		if (ioctl(fd, UFFDIO_API, &api))
-			die("+move: UFFDIO_API");
-		if (!(api.features & UFFD_FEATURE_MOVE)) {
-			errno = 0;
-			die("+move: this kernel's userfaultfd has no UFFDIO_MOVE (UFFD_FEATURE_MOVE, Linux 6.8 and later)");
-		}
-		if (pass)
-			break;
-		close(fd);
-	}
-	return fd;
 }
 
 /*
@@ -230,20 +153,9 @@ static void mover_setup(struct mover *mv)
 			die("MADV_NOHUGEPAGE the mover's areas");
 	for (size_t off = 0; off < MOVE_BYTES; off += PAGE)
 		*(uint32_t *)(mv->area[0] + off) = (uint32_t)(off / PAGE) + 1;
-	mv->uffd = uffd_open();
-	for (int i = 0; i < 2; i++) {
-		struct uffdio_register reg = {
-			.range = { .start = (uintptr_t)mv->area[i], .len = MOVE_BYTES },
-			.mode = UFFDIO_REGISTER_MODE_MISSING,
-		};
-
-		if (ioctl(mv->uffd, UFFDIO_REGISTER, &reg))
-			die("+move: UFFDIO_REGISTER the mover's areas");
-		if (!(reg.ioctls & (1ull << _UFFDIO_MOVE))) {
-			errno = 0;
-			die("+move: UFFDIO_MOVE not available on the registered areas");
-		}
-	}
+	mv->uffd = uffd_open("+move");
+	for (int i = 0; i < 2; i++)
+		uffd_register_move(mv->uffd, mv->area[i], MOVE_BYTES, "+move");
 }
 
 /*

@@ -60,6 +60,14 @@
 	"mib,period_us,method,rss_kb,moves,reads,wrong,over,under,min_kb,max_kb,read_p50"
 #define RECORD_MOVES_FORMAT \
 	"moves,%s,%s,%s,%lld,%llu,%zu,%llu,%llu,%llu,%lld,%lld,%llu\n"
+/*
+ * A bench-moves record whose method ends in this (rollup+uffd,
+ * rollup=smaps_rollup_stock+uffd, status+uffd) is of a cell whose mover
+ * moved the memory with UFFDIO_MOVE (bench-moves -m uffd; the plan's
+ * cell MIB:PERIOD_US:uffd), as ART's garbage collector does; without it,
+ * with mremap (-m mremap, the default).
+ */
+#define MOVES_UFFD_SUFFIX "+uffd"
 
 /*
  * The stall target's per-operation records, one file per condition of a

@@ -306,9 +306,13 @@ def move_bars(w, run, a):
             cell_bar(w, v)
 
 
-def moves_label(mib, period_us):
+# How the report names bench-moves' movers (bench_load.MOVERS).
+MOVER_LABELS = {"mremap": "mremap", "uffd": "UFFDIO_MOVE"}
+
+
+def moves_label(mover, mib, period_us):
     every = f"every {period_us / 1e3:g} ms" if period_us else "in a tight loop"
-    return f"{mib} MiB moved {every}"
+    return f"{mib} MiB moved with {MOVER_LABELS[mover]} {every}"
 
 
 def share(s):
@@ -319,9 +323,9 @@ def moves_bars(w, run, a):
     for model, f in per_model(run, a).items():
         for v in moves_verdicts(f["moves"]):
             s, st = v.series, v.stock
-            control = f["moves"].get(("series", v.mib, v.period_us, "status"))
+            control = f["moves"].get(("series", v.mover, v.mib, v.period_us, "status"))
             w(f"- **Moves bar: series' wrong-read share at most stock's in the same boot, no "
-              f"read under the true Rss** ({moves_label(v.mib, v.period_us)}, {model} "
+              f"read under the true Rss** ({moves_label(v.mover, v.mib, v.period_us)}, {model} "
               f"preemption): {verdict(v.met)}: series {s['wrong']} of {s['reads']} reads wrong "
               f"({share(s)}), {s['under']} under; "
               + ("stock's implementation in the same boot" if v.same_boot else
@@ -519,26 +523,29 @@ def moves_section(w, run, a):
       "under | wrong share | lowest / highest Rss read kB | read p50 ms |")
     w("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
     for model, f in models.items():
-        for mib, period in moves_cells(f["moves"]):
+        for mover, mib, period in moves_cells(f["moves"]):
             for kernel in KERNELS:
                 for method in MOVES_METHODS:
-                    s = f["moves"].get((kernel, mib, period, method))
+                    s = f["moves"].get((kernel, mover, mib, period, method))
                     if s:
-                        w(f"| {model} | {moves_label(mib, period)} | {kernel} | "
+                        w(f"| {model} | {moves_label(mover, mib, period)} | {kernel} | "
                           f"{cond_label(method)} | {s['rss_kb']} | {s['moves']} | {s['reads']} | "
                           f"{s['wrong']} | {s['over']} | {s['under']} | {share(s)} | "
                           f"{s['min_kb']} / {s['max_kb']} | {fmt(s['read_p50_ms'], 3)} |")
-    w("\nA target's thread, pinned to vCPU 0, moves its private anonymous mapping "
-      "(MADV_NOHUGEPAGE, every page written) back and forth between two addresses with "
-      "mremap(MREMAP_MAYMOVE | MREMAP_FIXED), PTE by PTE (the addresses differ in their offset "
-      "within a PMD), in a tight loop or paced by clock_nanosleep; a reader pinned to vCPU 1 "
-      "reads the methods in turn for a fixed time. mremap keeps every page resident, so the "
-      "target's Rss never changes: a read is wrong when its Rss differs from the method's "
+    w("\nA target's thread, pinned to vCPU 0, moves its private anonymous memory "
+      "(MADV_NOHUGEPAGE, every page written) back and forth between two addresses, PTE by "
+      "PTE (the addresses differ in their offset within a PMD), in a tight loop or paced by "
+      "clock_nanosleep: with mremap, the whole mapping with mremap(MREMAP_MAYMOVE | "
+      "MREMAP_FIXED); with UFFDIO_MOVE (as Android's ART moves memory), its pages with one "
+      "UFFDIO_MOVE from one of two mappings (two VMAs, a guard page apart, both registered "
+      "with a userfaultfd) to the other. A reader pinned to vCPU 1 "
+      "reads the methods in turn for a fixed time. Either mover keeps every page resident, so "
+      "the target's Rss never changes: a read is wrong when its Rss differs from the method's "
       "quiescent one (read before the mover started, and read again after it stopped), over "
-      "when above it (the mapping counted at both addresses, in part or whole), under when "
+      "when above it (pages counted at both addresses), under when "
       "below (missed). `rollup` is the booted kernel's smaps_rollup, `stock file` stock's "
       "implementation beside the series in the same boot, `status` VmRSS, the control (mm "
-      "counters, no walk). File: moves.csv.\n")
+      "counters, no walk). File: moves.csv (mover mremap or uffd, UFFDIO_MOVE).\n")
 
 
 def models_section(w, run, a):

@@ -152,7 +152,7 @@ def write_csvs(out, run, a):
     moves_keys = ("rss_kb", "rounds", "moves", "reads", "wrong", "over", "under", "share",
                   "min_kb", "max_kb", "read_p50_ms")
     write_csv(os.path.join(out, "moves.csv"),
-              ["model", "kernel", "mib", "period_us", "method"] + list(moves_keys),
+              ["model", "kernel", "mover", "mib", "period_us", "method"] + list(moves_keys),
               [(m,) + key + tuple(s[k] for k in moves_keys)
                for m, f in per_model(run, a).items() for key, s in sorted(f["moves"].items())])
     write_csv(os.path.join(out, "fleet.csv"), ["kernel", "method", "processes_spawned",

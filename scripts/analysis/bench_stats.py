@@ -7,7 +7,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from bench_load import INVERT_MOVE_SUFFIX, INVERT_SWAP_SUFFIX
+from bench_load import INVERT_MOVE_SUFFIX, INVERT_SWAP_SUFFIX, MOVERS
 
 KERNELS = ("stock", "series")
 # The stock implementation beside the series in a bench-only kernel: a
@@ -476,7 +476,7 @@ MOVES_METHODS = ("rollup", SAME_BOOT_STOCK, "status")
 
 
 def moves_summaries(run):
-    """(kernel, mib, period_us, method) -> reads, wrong, over, under summed
+    """(kernel, mover, mib, period_us, method) -> reads, wrong, over, under summed
     over the rounds, the wrong share, and the median of the read medians."""
     out = {}
     for key, runs in run.moves.items():
@@ -490,11 +490,15 @@ def moves_summaries(run):
 
 
 def moves_cells(summaries):
-    return sorted({k[1:3] for k in summaries}, key=lambda c: (c[1], -c[0]))
+    """The (mover, mib, period_us) cells: mremap's first, then UFFDIO_MOVE's,
+    each tight loop first, then by period, the larger mapping first."""
+    return sorted({k[1:4] for k in summaries},
+                  key=lambda c: (MOVERS.index(c[0]), c[2], -c[1]))
 
 
 @dataclass
 class MovesVerdict:
+    mover: str              # bench_load.MOVERS
     mib: int
     period_us: int
     series: dict
@@ -519,12 +523,12 @@ def moves_verdicts(summaries):
     in the same boot (else the stock kernel's, same preemption model), and
     no series read under the true Rss."""
     verdicts = []
-    for mib, period in moves_cells(summaries):
-        series = summaries.get(("series", mib, period, "rollup"))
-        same_boot = summaries.get(("series", mib, period, SAME_BOOT_STOCK))
-        stock = same_boot or summaries.get(("stock", mib, period, "rollup"))
+    for mover, mib, period in moves_cells(summaries):
+        series = summaries.get(("series", mover, mib, period, "rollup"))
+        same_boot = summaries.get(("series", mover, mib, period, SAME_BOOT_STOCK))
+        stock = same_boot or summaries.get(("stock", mover, mib, period, "rollup"))
         if series and stock:
-            verdicts.append(MovesVerdict(mib, period, series, stock, bool(same_boot)))
+            verdicts.append(MovesVerdict(mover, mib, period, series, stock, bool(same_boot)))
     return verdicts
 
 

@@ -20,6 +20,7 @@ import tempfile
 import unittest
 
 import analyze
+import bench_load
 import bench_stats
 
 TESTDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata")
@@ -284,32 +285,80 @@ class AnalyzeTest(Analysed):
 
     def test_moves(self):
         moves = self.figures["moves"]
-        stock_file = moves[("series", 64, 0, bench_stats.SAME_BOOT_STOCK)]
+        stock_file = moves[("series", "mremap", 64, 0, bench_stats.SAME_BOOT_STOCK)]
         self.assertEqual((stock_file["reads"], stock_file["wrong"], stock_file["over"],
                           stock_file["under"]), (1000, 10, 6, 4))
         self.assertAlmostEqual(stock_file["share"], 0.01)
         self.assertAlmostEqual(stock_file["read_p50_ms"], 1.5)
-        self.assertEqual(moves[("stock", 64, 0, "rollup")]["under"], 5)
-        verdicts = {(v.mib, v.period_us): v for v in bench_stats.moves_verdicts(moves)}
-        self.assertEqual(set(verdicts), {(64, 0), (16, 1000)})
-        self.assertTrue(verdicts[(64, 0)].met and verdicts[(64, 0)].same_boot)
-        self.assertFalse(verdicts[(16, 1000)].no_more_wrong)
-        self.assertTrue(verdicts[(16, 1000)].none_under)
-        (full,) = bench_stats.moves_verdicts(self.figures["models"]["full"]["moves"])
-        self.assertEqual((full.series["under"], full.met), (1, False))
+        self.assertEqual(moves[("stock", "mremap", 64, 0, "rollup")]["under"], 5)
+        verdicts = {(v.mover, v.mib, v.period_us): v for v in bench_stats.moves_verdicts(moves)}
+        self.assertEqual(set(verdicts), {("mremap", 64, 0), ("mremap", 16, 1000),
+                                         ("uffd", 64, 0)})
+        self.assertTrue(verdicts[("mremap", 64, 0)].met and verdicts[("mremap", 64, 0)].same_boot)
+        self.assertFalse(verdicts[("mremap", 16, 1000)].no_more_wrong)
+        self.assertTrue(verdicts[("mremap", 16, 1000)].none_under)
+        full = {v.mover: v
+                for v in bench_stats.moves_verdicts(self.figures["models"]["full"]["moves"])}
+        self.assertEqual(set(full), {"mremap", "uffd"})
+        self.assertEqual((full["mremap"].series["under"], full["mremap"].met), (1, False))
         self.assertIn("- **Moves bar: series' wrong-read share at most stock's in the same "
-                      "boot, no read under the true Rss** (64 MiB moved in a tight loop, "
-                      "voluntary preemption): met: series 0 of 1000 reads wrong (0.00%), 0 "
+                      "boot, no read under the true Rss** (64 MiB moved with mremap in a tight "
+                      "loop, voluntary preemption): met: series 0 of 1000 reads wrong (0.00%), 0 "
                       "under; stock's implementation in the same boot 10 of 1000 (1.00%), 4 "
                       "under; status control 0 of 1000.", self.readme)
-        self.assertIn("(16 MiB moved every 1 ms, voluntary preemption): MISSED", self.readme)
-        self.assertIn("(64 MiB moved in a tight loop, full preemption): MISSED", self.readme)
-        self.assertIn("| full | 64 MiB moved in a tight loop | series | rollup | 66588 | 1600 | "
-                      "800 | 8 | 7 | 1 | 1.00% | 1052 / 132124 | 1.500 |", self.readme)
+        self.assertIn("(16 MiB moved with mremap every 1 ms, voluntary preemption): MISSED",
+                      self.readme)
+        self.assertIn("(64 MiB moved with mremap in a tight loop, full preemption): MISSED",
+                      self.readme)
+        self.assertIn("| full | 64 MiB moved with mremap in a tight loop | series | rollup | "
+                      "66588 | 1600 | 800 | 8 | 7 | 1 | 1.00% | 1052 / 132124 | 1.500 |",
+                      self.readme)
         with open(os.path.join(self.out, "moves.csv")) as f:
             rows = list(csv.DictReader(f))
-        self.assertEqual(len(rows), 12)
+        self.assertEqual(len(rows), 19)
         self.assertEqual({r["model"] for r in rows}, {"voluntary", "full"})
+        self.assertEqual({r["mover"] for r in rows}, {"mremap", "uffd"})
+        self.assertEqual({r["method"] for r in rows},
+                         {"rollup", bench_stats.SAME_BOOT_STOCK, "status"})
+
+    def test_moves_uffd(self):
+        """The UFFDIO_MOVE cells (rollup+uffd...) are cells of their own,
+        reported as the mremap ones are, labelled UFFDIO_MOVE."""
+        moves = self.figures["moves"]
+        series = moves[("series", "uffd", 64, 0, "rollup")]
+        stock_file = moves[("series", "uffd", 64, 0, bench_stats.SAME_BOOT_STOCK)]
+        self.assertEqual((series["reads"], series["wrong"]), (1000, 0))
+        self.assertEqual((stock_file["reads"], stock_file["wrong"], stock_file["over"],
+                          stock_file["under"]), (1000, 50, 30, 20))
+        self.assertAlmostEqual(stock_file["share"], 0.05)
+        self.assertEqual(moves[("stock", "uffd", 64, 0, "rollup")]["under"], 15)
+        # The mremap cell of the same size and period is not mixed in.
+        self.assertEqual(moves[("series", "mremap", 64, 0, bench_stats.SAME_BOOT_STOCK)]["wrong"],
+                         10)
+        self.assertEqual(bench_stats.moves_cells(moves),
+                         [("mremap", 64, 0), ("mremap", 16, 1000), ("uffd", 64, 0)])
+        (v,) = [v for v in bench_stats.moves_verdicts(moves) if v.mover == "uffd"]
+        self.assertTrue(v.met and v.same_boot)
+        self.assertIn("- **Moves bar: series' wrong-read share at most stock's in the same "
+                      "boot, no read under the true Rss** (64 MiB moved with UFFDIO_MOVE in a "
+                      "tight loop, voluntary preemption): met: series 0 of 1000 reads wrong "
+                      "(0.00%), 0 under; stock's implementation in the same boot 50 of 1000 "
+                      "(5.00%), 20 under; status control 0 of 1000.", self.readme)
+        self.assertIn("(64 MiB moved with UFFDIO_MOVE in a tight loop, full preemption): met",
+                      self.readme)
+        self.assertIn("| voluntary | 64 MiB moved with UFFDIO_MOVE in a tight loop | stock | "
+                      "rollup | 66588 | 1000 | 500 | 25 | 10 | 15 | 5.00% | 1052 / 132124 | "
+                      "1.500 |", self.readme)
+        self.assertIn("| full | 64 MiB moved with UFFDIO_MOVE in a tight loop | series | "
+                      "stock file |", self.readme)
+
+    def test_moves_mover(self):
+        self.assertEqual(bench_load.moves_mover("rollup+uffd"), ("uffd", "rollup"))
+        self.assertEqual(bench_load.moves_mover(bench_stats.SAME_BOOT_STOCK + "+uffd"),
+                         ("uffd", bench_stats.SAME_BOOT_STOCK))
+        self.assertEqual(bench_load.moves_mover("status"), ("mremap", "status"))
+        self.assertEqual(bench_load.moves_mover("+uffd"), ("mremap", "+uffd"))
+        self.assertEqual(bench_load.MOVES_UFFD_SUFFIX, "+uffd")
 
     def test_percentile(self):
         self.assertEqual(bench_stats.percentile([3, 1, 2, 4], 0.5), 2)
@@ -387,12 +436,15 @@ class RecordedRunTest(Analysed):
         for kernel in ("stock", "series"):
             for mib, period, method, _, _, *counts, _, _, _ in raw_rows(f"moves-{kernel}-r1",
                                                                         "moves"):
-                s = self.figures["moves"][(kernel, int(mib), int(period), method)]
+                mover = "uffd" if method.endswith("+uffd") else "mremap"
+                method = method[:-len("+uffd")] if mover == "uffd" else method
+                s = self.figures["moves"][(kernel, mover, int(mib), int(period), method)]
                 self.assertEqual([s[k] for k in ("reads", "wrong", "over", "under")],
                                  [int(x) for x in counts], (kernel, mib, method))
                 lines += 1
         self.assertEqual(lines, len(self.figures["moves"]))
-        self.assertIn(("series", 64, 0, bench_stats.SAME_BOOT_STOCK), self.figures["moves"])
+        self.assertIn(("series", "mremap", 64, 0, bench_stats.SAME_BOOT_STOCK),
+                      self.figures["moves"])
         self.assertEqual(len(bench_stats.moves_verdicts(self.figures["moves"])), 2)
 
     def test_readme(self):

@@ -35,7 +35,10 @@ test_analyze.py knows every result:
   16 MiB every 1 ms, series 1000, 2, 0, stock's file 1000, 1, 0 (bar
   missed: 0.2% against 0.1%); status 1000, 0, 0 in both; the stock
   kernel's rollup 500, 0, 5 (64 MiB) and 500, 0, 0 (16 MiB); reads take
-  1.5 ms.
+  1.5 ms. With UFFDIO_MOVE (methods with MOVES_UFFD_SUFFIX, +uffd), 64
+  MiB in a tight loop: series rollup 1000, 0, 0, stock's file 1000,
+  30, 20 (bar met), status 1000, 0, 0; the stock kernel's rollup 500,
+  10, 15, status 500, 0, 0.
 - model full (files KERNEL-full-r1): cells 4000:16u and 4000:16d, series
   rollup 0.9, stock 1.2 (0.75), stock's file in the series boot 1.0
   (0.9), maps 1.0; stall 16000:128h, status:1 1000 µs on both, series
@@ -49,7 +52,8 @@ test_analyze.py knows every result:
   max 24000; stall 16000:128p, series only: status:1 1000, rollup:1 1400
   (1.4x, missed), stock's file 2000;
   moves, 64 MiB in a tight loop only: series rollup 800, 7, 1, stock's
-  file 800, 4, 0 (bar missed), no stock kernel figures.
+  file 800, 4, 0 (bar missed); with UFFDIO_MOVE, series rollup 800, 0,
+  0, stock's file 800, 40, 40 (bar met); no stock kernel figures.
 
 Run it again after changing the raw format; it overwrites the files.
 """
@@ -62,6 +66,7 @@ FIELDS = ("Rss=17228,Pss=17224,Pss_Dirty=12356,Pss_Anon=8268,Pss_File=4860,Pss_S
           "Referenced=17228,Anonymous=8268,KSM=0,LazyFree=0,AnonHugePages=0,ShmemPmdMapped=0,"
           "FilePmdMapped=0,Shared_Hugetlb=0,Private_Hugetlb=0,Swap=0,SwapPss=0,Locked=0")
 SAME_BOOT = "rollup=smaps_rollup_stock"
+UFFD = "+uffd"  # guest/bench/records.h MOVES_UFFD_SUFFIX: a UFFDIO_MOVE mover
 
 
 def write(name, lines):
@@ -129,7 +134,8 @@ def invert(kernel, conds):
 
 
 def moves(kernel, reads):
-    """(mib, period_us, method) -> (reads, over, under)."""
+    """(mib, period_us, method) -> (reads, over, under); METHOD as
+    bench-moves prints it (rollup+uffd with -m uffd)."""
     lines = []
     for (mib, period, method), (n, over, under) in reads.items():
         rss = mib * 1024 + 1052
@@ -183,9 +189,13 @@ def main():
                       f"{SAME_BOOT}:1+move": [(1600, 20000)] * 3})
     moves("series", {(64, 0, "rollup"): (1000, 0, 0), (64, 0, SAME_BOOT): (1000, 6, 4),
                      (64, 0, "status"): (1000, 0, 0), (16, 1000, "rollup"): (1000, 2, 0),
-                     (16, 1000, SAME_BOOT): (1000, 1, 0), (16, 1000, "status"): (1000, 0, 0)})
+                     (16, 1000, SAME_BOOT): (1000, 1, 0), (16, 1000, "status"): (1000, 0, 0),
+                     (64, 0, "rollup" + UFFD): (1000, 0, 0),
+                     (64, 0, SAME_BOOT + UFFD): (1000, 30, 20),
+                     (64, 0, "status" + UFFD): (1000, 0, 0)})
     moves("stock", {(64, 0, "rollup"): (500, 0, 5), (64, 0, "status"): (500, 0, 0),
-                    (16, 1000, "rollup"): (500, 0, 0), (16, 1000, "status"): (500, 0, 0)})
+                    (16, 1000, "rollup"): (500, 0, 0), (16, 1000, "status"): (500, 0, 0),
+                    (64, 0, "rollup" + UFFD): (500, 10, 15), (64, 0, "status" + UFFD): (500, 0, 0)})
     # Model full: its reduced plan.
     for kernel, rollup in (("stock", 1.2), ("series", 0.9)):
         write(f"cost-{kernel}-full-r1.csv",
@@ -202,7 +212,9 @@ def main():
                            f"{SAME_BOOT}:1+swap": [(400, 4000)],
                            "status:1+move": [(100, 1000)], "rollup:1+move": [(130, 1100)],
                            f"{SAME_BOOT}:1+move": [(1600, 24000)]})
-    moves("series-full", {(64, 0, "rollup"): (800, 7, 1), (64, 0, SAME_BOOT): (800, 4, 0)})
+    moves("series-full", {(64, 0, "rollup"): (800, 7, 1), (64, 0, SAME_BOOT): (800, 4, 0),
+                          (64, 0, "rollup" + UFFD): (800, 0, 0),
+                          (64, 0, SAME_BOOT + UFFD): (800, 40, 40)})
 
 
 if __name__ == "__main__":
