@@ -3,8 +3,8 @@
  * Shared helpers for the smaps_rollup benchmarks (the bench programs):
  * clocks, percentiles, the read methods (a sampler's ways to get a
  * process's memory totals), readers looping on a /proc file, CPU pinning,
- * swap entries in a region's page tables, a forked child's ready/go
- * handshake and the bench-target handshake.
+ * swap entries in a region's page tables, UFFDIO_MOVE (userfaultfd), a
+ * forked child's ready/go handshake and the bench-target handshake.
  * The smaps_rollup format (field list, parser, smaps summing) is the
  * selftests' smaps_rollup_format.h.
  * Header-only: each program is one translation unit, linked statically.
@@ -22,12 +22,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/userfaultfd.h>
 
 #include "smaps_rollup_format.h"
 #include "records.h"
@@ -273,6 +276,123 @@ static inline long long swap_check(long long min_kb, const char *when)
 		die("%s: VmSwap %lld kB, below %lld kB: the pages did not go to swap (is swap on? guest/setup)",
 		    when, kb, min_kb);
 	return kb;
+}
+
+/*
+ * UFFDIO_MOVE (userfaultfd, Linux 6.8 and later), as ART's garbage
+ * collector moves memory: bench-invert's +move conditions
+ * (records.h INVERT_MOVE_SUFFIX) and bench-moves -m uffd
+ * (records.h MOVES_UFFD_SUFFIX). Each die() names WHAT, the caller's
+ * condition or mode.
+ */
+/* UFFDIO_MOVE (Linux 6.8) for older userspace headers: its uapi. */
+#ifndef UFFD_FEATURE_MOVE
+#define UFFD_FEATURE_MOVE (1 << 16)
+#endif
+#ifndef _UFFDIO_MOVE
+#define _UFFDIO_MOVE (0x05)
+#define UFFDIO_MOVE _IOWR(UFFDIO, _UFFDIO_MOVE, struct uffdio_move)
+#define UFFDIO_MOVE_MODE_DONTWAKE ((__u64)1 << 0)
+struct uffdio_move {
+	__u64 dst;
+	__u64 src;
+	__u64 len;
+	__u64 mode;
+	__s64 move;
+};
+#endif
+
+/*
+ * uffd_open: a userfaultfd with UFFD_FEATURE_MOVE, and with
+ * UFFD_FEATURE_SIGBUS: a fault on a missing page of its areas (a bug:
+ * nothing handles faults) kills the caller with SIGBUS instead of waiting
+ * forever. Dies saying why when there is none: no userfaultfd in the
+ * kernel, not permitted, or no UFFDIO_MOVE (before Linux 6.8).
+ */
+static inline int uffd_open(const char *what)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	int fd = -1;
+
+	for (int pass = 0; pass < 2; pass++) {
+		fd = syscall(SYS_userfaultfd, O_CLOEXEC);
+		if (fd < 0 && errno == ENOSYS)
+			die("%s: this kernel has no userfaultfd (CONFIG_USERFAULTFD), so no UFFDIO_MOVE",
+			    what);
+		if (fd < 0 && errno == EPERM) {
+			char sysctl[16] = "?";
+			int s = open("/proc/sys/vm/unprivileged_userfaultfd", O_RDONLY);
+
+			if (s >= 0) {
+				read_line(s, sysctl, sizeof(sysctl));
+				sysctl[strcspn(sysctl, "\n")] = '\0';
+				close(s);
+			}
+			die("%s: userfaultfd not permitted (vm.unprivileged_userfaultfd = %s, uid %d): run as root or set the sysctl to 1",
+			    what, sysctl, (int)getuid());
+		}
+		if (fd < 0)
+			die("%s: userfaultfd", what);
+		/* The first pass asks what the kernel has, the second enables it. */
+		api.features = pass ? UFFD_FEATURE_MOVE | UFFD_FEATURE_SIGBUS : 0;
+		if (ioctl(fd, UFFDIO_API, &api))
+			die("%s: UFFDIO_API", what);
+		if (!(api.features & UFFD_FEATURE_MOVE)) {
+			errno = 0;
+			die("%s: this kernel's userfaultfd has no UFFDIO_MOVE (UFFD_FEATURE_MOVE, Linux 6.8 and later)",
+			    what);
+		}
+		if (pass)
+			break;
+		close(fd);
+	}
+	return fd;
+}
+
+/*
+ * uffd_register_move: register [START, START + LEN) with UFFD as
+ * UFFDIO_MOVE needs (mode missing); dies unless UFFDIO_MOVE is then
+ * available on it.
+ */
+static inline void uffd_register_move(int uffd, char *start, size_t len, const char *what)
+{
+	struct uffdio_register reg = {
+		.range = { .start = (uintptr_t)start, .len = len },
+		.mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+
+	if (ioctl(uffd, UFFDIO_REGISTER, &reg))
+		die("%s: UFFDIO_REGISTER %zu bytes at %p", what, len, (void *)start);
+	if (!(reg.ioctls & (1ull << _UFFDIO_MOVE))) {
+		errno = 0;
+		die("%s: UFFDIO_MOVE not available on the registered area at %p", what,
+		    (void *)start);
+	}
+}
+
+/*
+ * uffd_move: move the LEN bytes at SRC to DST with one UFFDIO_MOVE (no
+ * source holes allowed), move N of the caller's; dies when it fails or
+ * moves less than LEN.
+ */
+static inline void uffd_move(int uffd, char *dst, char *src, size_t len, const char *what,
+			     unsigned long long n)
+{
+	struct uffdio_move m = {
+		.dst = (uintptr_t)dst,
+		.src = (uintptr_t)src,
+		.len = len,
+		.mode = UFFDIO_MOVE_MODE_DONTWAKE,	/* nothing waits on a fault there */
+	};
+
+	if (ioctl(uffd, UFFDIO_MOVE, &m))
+		die("%s: move %llu of UFFDIO_MOVE failed: %lld of %zu bytes moved", what, n,
+		    (long long)m.move, len);
+	if (m.move != (long long)len) {
+		errno = 0;
+		die("%s: move %llu of UFFDIO_MOVE moved %lld of %zu bytes", what, n,
+		    (long long)m.move, len);
+	}
 }
 
 /*

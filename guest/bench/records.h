@@ -46,12 +46,28 @@
  * out to swap while the mapper runs; its control is status:N with it too.
  */
 #define INVERT_SWAP_SUFFIX "+swap"
+/*
+ * A bench-invert condition that ends in this (status:1+move, rollup:1+move)
+ * has a thread of the mapper on its CPU move 8 MiB of populated anonymous
+ * memory back and forth with UFFDIO_MOVE all along, as ART's garbage
+ * collector does; its control is status:N with it too. The two suffixes
+ * combine (rollup:1+swap+move).
+ */
+#define INVERT_MOVE_SUFFIX "+move"
 
 /* bench-moves: one method of one moves cell. */
 #define RECORD_MOVES_FIELDS \
 	"mib,period_us,method,rss_kb,moves,reads,wrong,over,under,min_kb,max_kb,read_p50"
 #define RECORD_MOVES_FORMAT \
 	"moves,%s,%s,%s,%lld,%llu,%zu,%llu,%llu,%llu,%lld,%lld,%llu\n"
+/*
+ * A bench-moves record whose method ends in this (rollup+uffd,
+ * rollup=smaps_rollup_stock+uffd, status+uffd) is of a cell whose mover
+ * moved the memory with UFFDIO_MOVE (bench-moves -m uffd; the plan's
+ * cell MIB:PERIOD_US:uffd), as ART's garbage collector does; without it,
+ * with mremap (-m mremap, the default).
+ */
+#define MOVES_UFFD_SUFFIX "+uffd"
 
 /*
  * The stall target's per-operation records, one file per condition of a

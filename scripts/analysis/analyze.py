@@ -49,7 +49,7 @@ def main(raw, out, plots=True):
     os.makedirs(out, exist_ok=True)
     bench_report.write_csvs(out, run, figures)
     written = ["cost.csv", "cost-long.csv", "cost-samples.csv", "fit.csv", "stall.csv",
-               "invert.csv", "moves.csv", "fleet.csv"]
+               "invert.csv", "invert-cells.csv", "moves.csv", "fleet.csv"]
     if "models" in figures:
         written += bench_report.write_model_csvs(out, figures["models"])
     if plots:

@@ -9,8 +9,9 @@ a preemption model other than the default (scripts/bench PREEMPT=...) has
 TAG = KERNEL-MODEL-rROUND (series-full-r1); load_run loads one model's
 boots at a time.
 
-The records' fields, the stall records' file name and layout and the
-suffix of bench-invert's swap conditions are read from the bench
+The records' fields, the stall records' file name and layout, the
+suffixes of bench-invert's swap and UFFDIO_MOVE conditions and that of
+bench-moves' methods of a UFFDIO_MOVE mover are read from the bench
 programs' header, guest/bench/records.h; the preemption models from
 kernels/models.
 """
@@ -35,7 +36,7 @@ def read_models(path=MODELS_TABLE):
 
 def read_records_header(path=RECORDS_H):
     """records.h: ({kind: field names} of the CSV records, {name: value}
-    of its other definitions: STALL_OPS_*, INVERT_SWAP_SUFFIX). Fails when
+    of its other definitions: STALL_OPS_*, INVERT_SWAP_SUFFIX...). Fails when
     a record's names and the conversions of its format differ in number."""
     with open(path) as f:
         text = f.read().replace("\\\n", " ")
@@ -63,6 +64,13 @@ RECORDS, HEADER_DEFS = read_records_header()
 STALL_OPS = {k: v for k, v in HEADER_DEFS.items() if k.startswith("STALL_OPS_")}
 # The suffix of bench-invert's conditions with swap (rollup:1+swap).
 INVERT_SWAP_SUFFIX = HEADER_DEFS["INVERT_SWAP_SUFFIX"]
+# The suffix of its conditions with UFFDIO_MOVE (rollup:1+move).
+INVERT_MOVE_SUFFIX = HEADER_DEFS["INVERT_MOVE_SUFFIX"]
+# The suffix of bench-moves' methods when its mover used UFFDIO_MOVE
+# (rollup+uffd); without it, mremap.
+MOVES_UFFD_SUFFIX = HEADER_DEFS["MOVES_UFFD_SUFFIX"]
+# bench-moves' movers (its -m), in the report's order.
+MOVERS = ("mremap", "uffd")
 STALL_OPS_FIELDS = STALL_OPS["STALL_OPS_FIELDS"].split(",")
 if len(STALL_OPS_FIELDS) != int(STALL_OPS["STALL_OPS_WORDS"]):
     raise ValueError(f"{RECORDS_H}: STALL_OPS_FIELDS and STALL_OPS_WORDS differ")
@@ -133,7 +141,7 @@ class RawRun:
     fleet: dict = field(default_factory=dict)      # (kernel, method) -> dict of lists
     fleet_by_round: dict = field(default_factory=dict)  # (kernel, round, method) -> [ms]
     invert: dict = field(default_factory=dict)     # (kernel, cond) -> [InvertRun]
-    moves: dict = field(default_factory=dict)      # (kernel, mib, period_us, method) -> [MovesRun]
+    moves: dict = field(default_factory=dict)      # (kernel, mover, mib, period_us, method) -> [MovesRun]
     model: str = DEFAULT_MODEL                     # the preemption model loaded
     models: list = field(default_factory=list)     # every model of the run, first first
 
@@ -269,11 +277,21 @@ def load_invert(raw, run):
                                                       "munmap_max")), int(r["reads"])))
 
 
+def moves_mover(method):
+    """A bench-moves record's method: (mover, the method without the
+    mover's suffix): rollup+uffd is ("uffd", "rollup"), rollup ("mremap",
+    "rollup")."""
+    if method.endswith(MOVES_UFFD_SUFFIX) and len(method) > len(MOVES_UFFD_SUFFIX):
+        return "uffd", method[:-len(MOVES_UFFD_SUFFIX)]
+    return "mremap", method
+
+
 def load_moves(raw, run):
     for path, kernel, round_ in raw_files(raw, "moves", run.model):
         for r in csv_rows(path, "moves"):
             counts = ("rss_kb", "moves", "reads", "wrong", "over", "under", "min_kb", "max_kb")
-            run.moves.setdefault((kernel, int(r["mib"]), int(r["period_us"]), r["method"]),
+            mover, method = moves_mover(r["method"])
+            run.moves.setdefault((kernel, mover, int(r["mib"]), int(r["period_us"]), method),
                                  []).append(MovesRun(round_, *(int(r[k]) for k in counts),
                                                      int(r["read_p50"]) / 1e6))
 

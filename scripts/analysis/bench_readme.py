@@ -5,11 +5,13 @@ import os
 from bench_load import DEFAULT_MODEL, MODEL_OPTIONS
 from bench_report import STALL_CONDS, cond_label, fmt, ordered_conds, size_label, verdict
 from bench_stats import (INVERT_MEAN_FACTOR, KERNELS, MAX_SLOWDOWN, MIN_SPEEDUP,
-                         MOVES_METHODS, SAME_BOOT_STOCK, SPEEDUP_CELL, STALL_CONTROL_FACTOR,
+                         MOVE_BAR_MODEL, MOVE_INVERT_MEAN_FACTOR, MOVES_METHODS,
+                         SAME_BOOT_STOCK, SPEEDUP_CELL, STALL_CONTROL_FACTOR,
                          STALL_EXCESS_FACTOR, SWAP_BAR_MODEL, SWAP_INVERT_MAX_FACTOR,
                          SWAP_INVERT_MEAN_FACTOR, SWAP_LAYOUTS, control_of,
-                         moves_cells, moves_verdicts, per_model, ratio, readers_of, rss_key,
-                         split_swap, stall_sizes, swap_verdicts)
+                         invert_cell_verdicts, move_verdicts, moves_cells, moves_verdicts,
+                         per_model, ratio, readers_of, rss_key, split_suffix, stall_sizes,
+                         swap_verdicts)
 
 
 TCG_NOTE = ("**Every timing here was taken in a QEMU guest under TCG** (binary translation, "
@@ -248,40 +250,69 @@ def swap_ratios(v, which):
     return " / ".join(f"{fmt(v.ratio(which, stat))}x" for stat, _ in v.bars)
 
 
+# What the mover adds to the inversion (bench-invert +move).
+MOVE_WHAT = "a thread of the mapper moving 8 MiB back and forth with UFFDIO_MOVE"
+
+
+def cell_bar(w, v):
+    """One swap or move verdict V: the series rollup against its status
+    control, stock's implementation and the cell without swap (without the
+    moves) beside it."""
+    base = split_suffix(v.cell)[0]
+    if v.issue == "move":
+        what = f"inversion, {MOVE_WHAT}, {v.cell}, control {control_of(v.cell)}"
+        plain = f"the same without the moves ({base})"
+        head = ("**Move bar (UFFDIO_MOVE)**" if v.is_bar else
+                "Move cell against the UFFDIO_MOVE bar, for comparison")
+        judged = "" if v.is_bar else f", the bar being judged under {MOVE_BAR_MODEL}"
+    else:
+        if v.kind == "invert":
+            what = (f"inversion, every 64th page of the mapper's region kept paged out, "
+                    f"{v.cell}, control {control_of(v.cell)}")
+            plain = f"the same without swap ({base})"
+        else:
+            vmas, rss = v.cell.split(":")
+            what = (f"stall, {size_label(int(vmas), rss)}, rollup:{v.readers}, control "
+                    f"status:{v.readers}")
+            mib, layout = rss_key(rss)
+            plain = f"the same cell without swap ({vmas}:{mib}{SWAP_LAYOUTS[layout]})"
+        head = ("**Swap bar (issue #31)**" if v.is_bar else
+                "Swap cell against issue #31's bars, for comparison")
+        judged = "" if v.is_bar else f", the bars being judged under {SWAP_BAR_MODEL}"
+    figures = "; ".join(
+        f"{SWAP_STATS[stat][0]} {fmt(v.series[stat][0])} against "
+        f"{fmt(v.series[stat][1])} {SWAP_STATS[stat][1]}, "
+        f"{fmt(v.ratio('series', stat))}x (" + ("no bar" if bar is None else f"bar {bar}x") + ")"
+        for stat, bar in v.bars)
+    others = [("stock's implementation in the same boot", "stock_file"),
+              ("the stock kernel's rollup", "stock"), (plain, "plain")]
+    w(f"- {head} ({v.model} preemption{judged}; {what}; TCG guest, emulated): "
+      f"{verdict(v.met)}: {figures}. Over their controls: "
+      + "; ".join(f"{label} {swap_ratios(v, which)}" for label, which in others
+                  if swap_ratios(v, which)) + ".")
+
+
 def swap_bars(w, run, a):
-    """The cells with swap entries (issue #31), per preemption model: the
-    series rollup against its status control, stock's implementation and
-    the cell without swap beside it."""
+    """The cells with swap entries (issue #31), per preemption model."""
     for model, f in per_model(run, a).items():
         for v in swap_verdicts(model, f):
-            if v.kind == "invert":
-                what = (f"inversion, every 64th page of the mapper's region kept paged out, "
-                        f"{v.cell}, control {control_of(v.cell)}")
-                plain = f"the same without swap ({split_swap(v.cell)[0]})"
-            else:
-                vmas, rss = v.cell.split(":")
-                what = (f"stall, {size_label(int(vmas), rss)}, rollup:{v.readers}, control "
-                        f"status:{v.readers}")
-                mib, layout = rss_key(rss)
-                plain = f"the same cell without swap ({vmas}:{mib}{SWAP_LAYOUTS[layout]})"
-            head = ("**Swap bar (issue #31)**" if v.is_bar else
-                    "Swap cell against issue #31's bars, for comparison")
-            judged = "" if v.is_bar else f", the bars being judged under {SWAP_BAR_MODEL}"
-            figures = "; ".join(
-                f"{SWAP_STATS[stat][0]} {fmt(v.series[stat][0])} against "
-                f"{fmt(v.series[stat][1])} {SWAP_STATS[stat][1]}, "
-                f"{fmt(v.ratio('series', stat))}x (bar {bar}x)" for stat, bar in v.bars)
-            others = [("stock's implementation in the same boot", "stock_file"),
-                      ("the stock kernel's rollup", "stock"), (plain, "plain")]
-            w(f"- {head} ({model} preemption{judged}; {what}; TCG guest, emulated): "
-              f"{verdict(v.met)}: {figures}. Over their controls: "
-              + "; ".join(f"{label} {swap_ratios(v, which)}" for label, which in others
-                          if swap_ratios(v, which)) + ".")
+            cell_bar(w, v)
 
 
-def moves_label(mib, period_us):
+def move_bars(w, run, a):
+    """The inversion with UFFDIO_MOVE (+move), per preemption model."""
+    for model, f in per_model(run, a).items():
+        for v in move_verdicts(model, f):
+            cell_bar(w, v)
+
+
+# How the report names bench-moves' movers (bench_load.MOVERS).
+MOVER_LABELS = {"mremap": "mremap", "uffd": "UFFDIO_MOVE"}
+
+
+def moves_label(mover, mib, period_us):
     every = f"every {period_us / 1e3:g} ms" if period_us else "in a tight loop"
-    return f"{mib} MiB moved {every}"
+    return f"{mib} MiB moved with {MOVER_LABELS[mover]} {every}"
 
 
 def share(s):
@@ -292,9 +323,9 @@ def moves_bars(w, run, a):
     for model, f in per_model(run, a).items():
         for v in moves_verdicts(f["moves"]):
             s, st = v.series, v.stock
-            control = f["moves"].get(("series", v.mib, v.period_us, "status"))
+            control = f["moves"].get(("series", v.mover, v.mib, v.period_us, "status"))
             w(f"- **Moves bar: series' wrong-read share at most stock's in the same boot, no "
-              f"read under the true Rss** ({moves_label(v.mib, v.period_us)}, {model} "
+              f"read under the true Rss** ({moves_label(v.mover, v.mib, v.period_us)}, {model} "
               f"preemption): {verdict(v.met)}: series {s['wrong']} of {s['reads']} reads wrong "
               f"({share(s)}), {s['under']} under; "
               + ("stock's implementation in the same boot" if v.same_boot else
@@ -428,7 +459,7 @@ def stall_section(w, a):
       "less than half that Swap. File: stall.csv (also p90 and touch p99).\n")
 
 
-def invert_section(w, a):
+def invert_section(w, run, a):
     if not a["invert"]:
         return
     w("## Priority inversion (mapper's mmap/munmap latency, µs; TCG guest, emulated)\n")
@@ -450,7 +481,37 @@ def invert_section(w, a):
       "calls. `+swap`: every 64th page of the region paged out to zram (MADV_PAGEOUT) "
       "once populated, and those the mapper maps again paged out again every 5 ms by a "
       "thread of it on its vCPU, so that its page tables hold swap entries all along (its "
-      "control: status:N+swap). File: invert.csv.\n")
+      "control: status:N+swap). `+move`: beside the mapper's loop, a thread of it on its "
+      "vCPU moves 8 MiB of populated anonymous memory (4 KiB pages) to another area with "
+      "UFFDIO_MOVE, then back, again and again, as ART's garbage collector does: the pages "
+      "stay resident, so its Rss does not change (its control: status:N+move). File: "
+      "invert.csv.\n")
+    invert_cells_table(w, run, a)
+
+
+def invert_cells_table(w, run, a):
+    """The inversion cells with a suffix, every model: ratios over their
+    status controls (invert-cells.csv)."""
+    verdicts = [v for model, f in per_model(run, a).items()
+                for v in invert_cell_verdicts(model, f)]
+    if not verdicts:
+        return
+    w("**With swap and with UFFDIO_MOVE, over their status controls** (mapper mean / median "
+      "of per-run maxima; TCG guest, emulated):\n")
+    w("| model | condition | control | series rollup | bars | verdict | same boot: stock file | "
+      "stock kernel: rollup | series without the suffix |")
+    w("|---|---|---|---|---|---|---|---|---|")
+    for v in verdicts:
+        bars = " / ".join("–" if bar is None else f"{bar}x" for _, bar in v.bars)
+        judged = verdict(v.met) if v.is_bar else f"{verdict(v.met)} (judged under {v.bar_model})"
+        w(f"| {v.model} | {cond_label(v.cell)} | {control_of(v.cell)} | "
+          f"{swap_ratios(v, 'series')} | {bars} | {judged} | "
+          + " | ".join(swap_ratios(v, which) or "–" for which in ("stock_file", "stock", "plain"))
+          + " |")
+    w(f"\nThe bars: +swap (issue #31) mean {SWAP_INVERT_MEAN_FACTOR}x and max "
+      f"{SWAP_INVERT_MAX_FACTOR}x, judged under {SWAP_BAR_MODEL}; +move mean "
+      f"{MOVE_INVERT_MEAN_FACTOR}x (the max reported, no bar), judged under {MOVE_BAR_MODEL}. "
+      "Series without the suffix: rollup:N over status:N. File: invert-cells.csv.\n")
 
 
 def moves_section(w, run, a):
@@ -462,26 +523,29 @@ def moves_section(w, run, a):
       "under | wrong share | lowest / highest Rss read kB | read p50 ms |")
     w("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
     for model, f in models.items():
-        for mib, period in moves_cells(f["moves"]):
+        for mover, mib, period in moves_cells(f["moves"]):
             for kernel in KERNELS:
                 for method in MOVES_METHODS:
-                    s = f["moves"].get((kernel, mib, period, method))
+                    s = f["moves"].get((kernel, mover, mib, period, method))
                     if s:
-                        w(f"| {model} | {moves_label(mib, period)} | {kernel} | "
+                        w(f"| {model} | {moves_label(mover, mib, period)} | {kernel} | "
                           f"{cond_label(method)} | {s['rss_kb']} | {s['moves']} | {s['reads']} | "
                           f"{s['wrong']} | {s['over']} | {s['under']} | {share(s)} | "
                           f"{s['min_kb']} / {s['max_kb']} | {fmt(s['read_p50_ms'], 3)} |")
-    w("\nA target's thread, pinned to vCPU 0, moves its private anonymous mapping "
-      "(MADV_NOHUGEPAGE, every page written) back and forth between two addresses with "
-      "mremap(MREMAP_MAYMOVE | MREMAP_FIXED), PTE by PTE (the addresses differ in their offset "
-      "within a PMD), in a tight loop or paced by clock_nanosleep; a reader pinned to vCPU 1 "
-      "reads the methods in turn for a fixed time. mremap keeps every page resident, so the "
-      "target's Rss never changes: a read is wrong when its Rss differs from the method's "
+    w("\nA target's thread, pinned to vCPU 0, moves its private anonymous memory "
+      "(MADV_NOHUGEPAGE, every page written) back and forth between two addresses, PTE by "
+      "PTE (the addresses differ in their offset within a PMD), in a tight loop or paced by "
+      "clock_nanosleep: with mremap, the whole mapping with mremap(MREMAP_MAYMOVE | "
+      "MREMAP_FIXED); with UFFDIO_MOVE (as Android's ART moves memory), its pages with one "
+      "UFFDIO_MOVE from one of two mappings (two VMAs, a guard page apart, both registered "
+      "with a userfaultfd) to the other. A reader pinned to vCPU 1 "
+      "reads the methods in turn for a fixed time. Either mover keeps every page resident, so "
+      "the target's Rss never changes: a read is wrong when its Rss differs from the method's "
       "quiescent one (read before the mover started, and read again after it stopped), over "
-      "when above it (the mapping counted at both addresses, in part or whole), under when "
+      "when above it (pages counted at both addresses), under when "
       "below (missed). `rollup` is the booted kernel's smaps_rollup, `stock file` stock's "
       "implementation beside the series in the same boot, `status` VmRSS, the control (mm "
-      "counters, no walk). File: moves.csv.\n")
+      "counters, no walk). File: moves.csv (mover mremap or uffd, UFFDIO_MOVE).\n")
 
 
 def models_section(w, run, a):
@@ -553,8 +617,9 @@ def models_section(w, run, a):
                   f"{fmt(ratio(s['mean'], cm))} | {fmt(s['max'])} | {fmt(cx)} |")
     w(f"\nmean/control: the bar is {INVERT_MEAN_FACTOR}x; for the +swap conditions, against "
       f"status:N+swap, {SWAP_INVERT_MEAN_FACTOR}x, and max within {SWAP_INVERT_MAX_FACTOR}x of "
-      "control max (issue #31, see Bars). Files: models-cost.csv, models-stall.csv, "
-      "models-invert.csv.\n")
+      f"control max (issue #31, see Bars); for the +move ones, against status:N+move, "
+      f"{MOVE_INVERT_MEAN_FACTOR}x (see Bars). Files: models-cost.csv, models-stall.csv, "
+      "models-invert.csv, invert-cells.csv.\n")
 
 
 def fleet_section(w, run, a):
@@ -604,13 +669,14 @@ def readme(run, a, results_dir):
     stall_bars(w, a)
     invert_bars(w, a)
     swap_bars(w, run, a)
+    move_bars(w, run, a)
     moves_bars(w, run, a)
     w("")
     cost_section(w, run, a)
     layout_section(w, run, a)
     fits_section(w, a)
     stall_section(w, a)
-    invert_section(w, a)
+    invert_section(w, run, a)
     moves_section(w, run, a)
     models_section(w, run, a)
     fleet_section(w, run, a)

@@ -4,8 +4,9 @@ import math
 import os
 import subprocess
 
-from bench_stats import (KERNELS, SAME_BOOT_STOCK, median, per_model, percentile, rss_key,
-                         split_swap, stall_sizes)
+from bench_stats import (INVERT_SUFFIXES, KERNELS, SAME_BOOT_STOCK, control_of,
+                         invert_cell_verdicts, median, per_model, percentile, rss_key,
+                         split_suffix, stall_sizes)
 
 LAYOUTS = {"": "spread", "h": "heap", "p": "heap-swap", "u": "half-untouched",
            "s": "shmem-swap", "d": "dense", "a": "anon-4k", "m": "anon-mthp",
@@ -15,11 +16,14 @@ STALL_CONDS = ("none", "status:1", "rollup:1", f"{SAME_BOOT_STOCK}:1",
 
 
 def ordered_conds(conds):
-    """The conditions of CONDS in the tables' order: STALL_CONDS' (others
-    last), those without swap first."""
+    """The conditions of CONDS in the tables' order: those without a suffix
+    first, then +swap's, +move's and any combined, each in STALL_CONDS'
+    order (others last)."""
     def key(cond):
-        base, swap = split_swap(cond)
-        return swap, STALL_CONDS.index(base) if base in STALL_CONDS else len(STALL_CONDS), base
+        base, suffix = split_suffix(cond)
+        group = ("",) + INVERT_SUFFIXES
+        return (group.index(suffix) if suffix in group else len(group), suffix,
+                STALL_CONDS.index(base) if base in STALL_CONDS else len(STALL_CONDS), base)
     return sorted(set(conds), key=key)
 
 
@@ -144,10 +148,11 @@ def write_csvs(out, run, a):
               ["kernel", "condition"] + [k if k in ("readers", "runs", "ops", "reads")
                                          else f"{k}_us" for k in invert_keys],
               [list(key) + [s[k] for k in invert_keys] for key, s in sorted(a["invert"].items())])
+    write_invert_cells_csv(out, run, a)
     moves_keys = ("rss_kb", "rounds", "moves", "reads", "wrong", "over", "under", "share",
                   "min_kb", "max_kb", "read_p50_ms")
     write_csv(os.path.join(out, "moves.csv"),
-              ["model", "kernel", "mib", "period_us", "method"] + list(moves_keys),
+              ["model", "kernel", "mover", "mib", "period_us", "method"] + list(moves_keys),
               [(m,) + key + tuple(s[k] for k in moves_keys)
                for m, f in per_model(run, a).items() for key, s in sorted(f["moves"].items())])
     write_csv(os.path.join(out, "fleet.csv"), ["kernel", "method", "processes_spawned",
@@ -155,6 +160,39 @@ def write_csvs(out, run, a):
                                                 "median_ms", "p90_ms"],
               [(k, m) + tuple(s[x] for x in ("procs", "pids", "ok", "sweeps", "median_ms", "p90_ms"))
                for (k, m), s in sorted(a["fleet"].items())])
+
+
+# invert-cells.csv: per figure (summary key), the columns of one verdict.
+INVERT_CELL_WHICH = ("series", "stock_file", "stock", "plain")
+
+
+def write_invert_cells_csv(out, run, a):
+    """invert-cells.csv: every preemption model's inversion cells with a
+    suffix (+swap, +move: bench_stats.invert_cell_verdicts), one row each:
+    the series rollup's mean and median of per-run maxima and its status
+    control's, the bars (empty: none), and over their controls the series
+    rollup, stock's implementation in the same boot, the stock kernel's
+    rollup and the series rollup without the suffix."""
+    stats = ("mean", "max")
+    header = ["model", "issue", "condition", "control", "readers", "bar_model", "judged"]
+    for stat in stats:
+        header += [f"series_{stat}_us", f"control_{stat}_us", f"bar_{stat}"]
+        header += [f"{which}_{stat}_ratio" for which in INVERT_CELL_WHICH]
+    header.append("met")
+    rows = []
+    for model, f in per_model(run, a).items():
+        for v in invert_cell_verdicts(model, f):
+            bars = dict(v.bars)
+            row = [model, v.issue, v.cell, control_of(v.cell), v.readers, v.bar_model,
+                   "yes" if v.is_bar else "no"]
+            for stat in stats:
+                value, control = v.series.get(stat, (float("nan"), float("nan")))
+                bar = bars.get(stat)
+                row += [value, control, "" if bar is None else bar]
+                row += [v.ratio(which, stat) for which in INVERT_CELL_WHICH]
+            row.append("yes" if v.met else "no")
+            rows.append(row)
+    write_csv(os.path.join(out, "invert-cells.csv"), header, rows)
 
 
 def write_model_csvs(out, models):

@@ -7,7 +7,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from bench_load import INVERT_SWAP_SUFFIX
+from bench_load import INVERT_MOVE_SUFFIX, INVERT_SWAP_SUFFIX, MOVERS
 
 KERNELS = ("stock", "series")
 # The stock implementation beside the series in a bench-only kernel: a
@@ -32,6 +32,15 @@ SWAP_LAYOUTS = {"p": "h", "s": ""}
 SWAP_BAR_MODEL = "full"
 SWAP_INVERT_MEAN_FACTOR = 1.1   # mapper mean within 1.1x of the status control's
 SWAP_INVERT_MAX_FACTOR = 1.2    # median of the per-run maxima within 1.2x of the control's
+# The inversion with UFFDIO_MOVE: bench-invert's conditions with
+# INVERT_MOVE_SUFFIX (a thread of the mapper moves 8 MiB back and forth
+# all along, as ART does). Its bar, judged under CONFIG_PREEMPT too: the
+# mapper's mean; the median of the per-run maxima is reported beside it
+# (no bar).
+MOVE_BAR_MODEL = "full"
+MOVE_INVERT_MEAN_FACTOR = 1.2   # mapper mean within 1.2x of the status control's
+# bench-invert's condition suffixes, in the tables' order.
+INVERT_SUFFIXES = (INVERT_SWAP_SUFFIX, INVERT_MOVE_SUFFIX)
 # Fits: the VMA sweep is at this resident size, the resident sweep at this VMA count.
 VMA_SWEEP_RSS = "16"
 RSS_SWEEP_VMAS = 4000
@@ -211,25 +220,31 @@ def fits(run, rows):
 
 
 # ------------------------------------------------------------------ stall
-def split_swap(cond):
-    """(COND without INVERT_SWAP_SUFFIX, whether it had it): rollup:1+swap
-    gives (rollup:1, True)."""
-    if cond.endswith(INVERT_SWAP_SUFFIX):
-        return cond[:-len(INVERT_SWAP_SUFFIX)], True
-    return cond, False
+def split_suffix(cond):
+    """(COND without its INVERT_SUFFIXES, those it had, as written):
+    rollup:1+swap gives (rollup:1, +swap), status:2+move (status:2, +move),
+    none+swap+move (none, +swap+move), rollup:1 (rollup:1, "")."""
+    suffix = ""
+    while True:
+        found = next((s for s in INVERT_SUFFIXES if cond.endswith(s) and len(cond) > len(s)),
+                     None)
+        if not found:
+            return cond, suffix
+        cond, suffix = cond[:-len(found)], found + suffix
 
 
 def readers_of(cond):
     """The reader count of a condition: none 0, status:2 2, rollup=FILE:1 1,
     rollup:1+swap 1."""
-    cond = split_swap(cond)[0]
+    cond = split_suffix(cond)[0]
     return int(cond.rsplit(":", 1)[1]) if ":" in cond else 0
 
 
 def control_of(cond):
-    """The status control of a condition: status:N, +swap kept."""
-    base, swap = split_swap(cond)
-    return f"status:{readers_of(base)}" + (INVERT_SWAP_SUFFIX if swap else "")
+    """The status control of a condition: status:N, its suffixes (+swap,
+    +move) kept."""
+    base, suffix = split_suffix(cond)
+    return f"status:{readers_of(base)}{suffix}"
 
 
 def stall_summary(runs):
@@ -327,11 +342,12 @@ def invert_summaries(run):
 def invert_verdicts(summaries):
     """Per kernel, rollup condition: (kernel, cond, it, its status control,
     mean within INVERT_MEAN_FACTOR of the control's, max no worse). Not the
-    +swap conditions: swap_verdicts holds them to issue #31's bars."""
+    conditions with a suffix: swap_verdicts holds the +swap ones to issue
+    #31's bars, move_verdicts the +move ones to the move bar."""
     verdicts = []
     for (kernel, cond), s in sorted(summaries.items()):
         control = summaries.get((kernel, control_of(cond)))
-        if cond.startswith("status") or not control or split_swap(cond)[1]:
+        if cond.startswith("status") or not control or split_suffix(cond)[1]:
             continue
         verdicts.append((kernel, cond, s, control,
                          s["mean"] <= INVERT_MEAN_FACTOR * control["mean"],
@@ -339,20 +355,25 @@ def invert_verdicts(summaries):
     return verdicts
 
 
-# ------------------------------------------------------------------- swap
+# ------------------------------------------------------- swap and moves
 # The figures each kind of swap cell is held to: (summary key, bar).
 SWAP_BARS = {"invert": (("mean", SWAP_INVERT_MEAN_FACTOR), ("max", SWAP_INVERT_MAX_FACTOR)),
              "stall": (("p99", STALL_CONTROL_FACTOR),)}
+# The inversion with UFFDIO_MOVE's: a bar of None is a figure reported
+# beside the bar, not held to one.
+MOVE_BARS = (("mean", MOVE_INVERT_MEAN_FACTOR), ("max", None))
 
 
 @dataclass
 class SwapVerdict:
-    """A cell with swap entries in one preemption model against issue #31's
-    bars. Each of series, stock_file, stock and plain maps a figure of
-    SWAP_BARS to (its value, its status control's), or is empty when not
-    measured: the series rollup (the bar), stock's implementation in the
+    """A cell in one preemption model against its issue's bars: with swap
+    entries (issue #31: the +swap inversion conditions, the stall layouts of
+    SWAP_LAYOUTS) or, for the +move inversion conditions, with UFFDIO_MOVE
+    (issue = "move"). Each of series, stock_file, stock and plain maps a
+    figure of BARS to (its value, its status control's), or is empty when
+    not measured: the series rollup (the bar), stock's implementation in the
     same boot, the stock kernel's rollup, the series rollup on the same cell
-    without swap."""
+    without swap (without the moves)."""
     model: str
     kind: str           # invert or stall
     cell: str           # invert: the condition (rollup:1+swap); stall: VMAS:RSS (16000:128p)
@@ -361,14 +382,20 @@ class SwapVerdict:
     stock_file: dict
     stock: dict
     plain: dict
+    issue: str = "swap"  # swap or move
 
     @property
     def bars(self):
-        return SWAP_BARS[self.kind]
+        """(summary key, bar or None: reported only), in the report's order."""
+        return MOVE_BARS if self.issue == "move" else SWAP_BARS[self.kind]
+
+    @property
+    def bar_model(self):
+        return MOVE_BAR_MODEL if self.issue == "move" else SWAP_BAR_MODEL
 
     @property
     def is_bar(self):
-        return self.model == SWAP_BAR_MODEL
+        return self.model == self.bar_model
 
     def ratio(self, which, stat):
         pair = getattr(self, which).get(stat)
@@ -376,7 +403,8 @@ class SwapVerdict:
 
     @property
     def met(self):
-        return all(self.ratio("series", stat) <= bar for stat, bar in self.bars)
+        return all(self.ratio("series", stat) <= bar for stat, bar in self.bars
+                   if bar is not None)
 
 
 def over_control(summaries, key, control_key, stats):
@@ -385,22 +413,31 @@ def over_control(summaries, key, control_key, stats):
     return {stat: (s[stat], c[stat]) for stat in stats} if s and c else {}
 
 
-def swap_verdicts(model, figures):
-    """The swap cells of one model's FIGURES (its stall and invert
-    summaries): the +swap inversion conditions and the stall cells of
-    SWAP_LAYOUTS, per reader count."""
+def invert_suffix_verdicts(model, inv, suffix, issue, stats):
+    """The inversion conditions of INV (one model's invert summaries) with
+    SUFFIX alone, per reader count: rollup:N+SUFFIX over status:N+SUFFIX,
+    beside stock's implementation, the stock kernel and rollup:N over
+    status:N."""
     verdicts = []
-    inv, stats = figures["invert"], [stat for stat, _ in SWAP_BARS["invert"]]
-    for n in sorted({readers_of(c) for _, c in inv if split_swap(c)[1]} - {0}):
-        def invert(kernel, cond, suffix=INVERT_SWAP_SUFFIX):
+    for n in sorted({readers_of(c) for _, c in inv if split_suffix(c)[1] == suffix} - {0}):
+        def invert(kernel, cond, suffix=suffix):
             return over_control(inv, (kernel, cond + suffix),
                                 (kernel, f"status:{n}{suffix}"), stats)
         series = invert("series", f"rollup:{n}")
         if series:
             verdicts.append(SwapVerdict(
-                model, "invert", f"rollup:{n}{INVERT_SWAP_SUFFIX}", n, series,
+                model, "invert", f"rollup:{n}{suffix}", n, series,
                 invert("series", f"{SAME_BOOT_STOCK}:{n}"), invert("stock", f"rollup:{n}"),
-                invert("series", f"rollup:{n}", "")))
+                invert("series", f"rollup:{n}", ""), issue))
+    return verdicts
+
+
+def swap_verdicts(model, figures):
+    """The swap cells of one model's FIGURES (its stall and invert
+    summaries): the +swap inversion conditions and the stall cells of
+    SWAP_LAYOUTS, per reader count."""
+    verdicts = invert_suffix_verdicts(model, figures["invert"], INVERT_SWAP_SUFFIX, "swap",
+                                      [stat for stat, _ in SWAP_BARS["invert"]])
     st = figures["stall"]
     for vmas, rss in stall_sizes(st):
         mib, layout = rss_key(rss)
@@ -419,6 +456,19 @@ def swap_verdicts(model, figures):
     return verdicts
 
 
+def move_verdicts(model, figures):
+    """The +move inversion conditions of one model's FIGURES, per reader
+    count, against the move bar (MOVE_BARS)."""
+    return invert_suffix_verdicts(model, figures["invert"], INVERT_MOVE_SUFFIX, "move",
+                                  [stat for stat, _ in MOVE_BARS])
+
+
+def invert_cell_verdicts(model, figures):
+    """The inversion cells with a suffix of one model: +swap's, then +move's."""
+    return [v for v in swap_verdicts(model, figures) if v.kind == "invert"] \
+        + move_verdicts(model, figures)
+
+
 # ------------------------------------------------------------------ moves
 # bench-moves' methods, in the report's order: the series' file (on the
 # stock kernel: stock's), stock's beside it, the status control.
@@ -426,7 +476,7 @@ MOVES_METHODS = ("rollup", SAME_BOOT_STOCK, "status")
 
 
 def moves_summaries(run):
-    """(kernel, mib, period_us, method) -> reads, wrong, over, under summed
+    """(kernel, mover, mib, period_us, method) -> reads, wrong, over, under summed
     over the rounds, the wrong share, and the median of the read medians."""
     out = {}
     for key, runs in run.moves.items():
@@ -440,11 +490,15 @@ def moves_summaries(run):
 
 
 def moves_cells(summaries):
-    return sorted({k[1:3] for k in summaries}, key=lambda c: (c[1], -c[0]))
+    """The (mover, mib, period_us) cells: mremap's first, then UFFDIO_MOVE's,
+    each tight loop first, then by period, the larger mapping first."""
+    return sorted({k[1:4] for k in summaries},
+                  key=lambda c: (MOVERS.index(c[0]), c[2], -c[1]))
 
 
 @dataclass
 class MovesVerdict:
+    mover: str              # bench_load.MOVERS
     mib: int
     period_us: int
     series: dict
@@ -469,12 +523,12 @@ def moves_verdicts(summaries):
     in the same boot (else the stock kernel's, same preemption model), and
     no series read under the true Rss."""
     verdicts = []
-    for mib, period in moves_cells(summaries):
-        series = summaries.get(("series", mib, period, "rollup"))
-        same_boot = summaries.get(("series", mib, period, SAME_BOOT_STOCK))
-        stock = same_boot or summaries.get(("stock", mib, period, "rollup"))
+    for mover, mib, period in moves_cells(summaries):
+        series = summaries.get(("series", mover, mib, period, "rollup"))
+        same_boot = summaries.get(("series", mover, mib, period, SAME_BOOT_STOCK))
+        stock = same_boot or summaries.get(("stock", mover, mib, period, "rollup"))
         if series and stock:
-            verdicts.append(MovesVerdict(mib, period, series, stock, bool(same_boot)))
+            verdicts.append(MovesVerdict(mover, mib, period, series, stock, bool(same_boot)))
     return verdicts
 
 

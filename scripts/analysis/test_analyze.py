@@ -20,6 +20,7 @@ import tempfile
 import unittest
 
 import analyze
+import bench_load
 import bench_stats
 
 TESTDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata")
@@ -99,10 +100,18 @@ class AnalyzeTest(Analysed):
                     for k, c, _, _, mean_ok, max_ok in self.figures["invert_verdicts"]}
         self.assertEqual(verdicts[("series", "rollup:1")], (True, True))
         self.assertEqual(verdicts[("stock", "rollup:1")], (False, False))
-        # The +swap conditions are swap_verdicts'.
+        # The +swap conditions are swap_verdicts', the +move ones move_verdicts'.
         self.assertEqual(set(verdicts), {("series", "rollup:1"), ("stock", "rollup:1")})
         self.assertEqual(bench_stats.readers_of("rollup=smaps_rollup_stock:2+swap"), 2)
         self.assertEqual(bench_stats.control_of("rollup:2+swap"), "status:2+swap")
+        self.assertEqual(bench_stats.readers_of("rollup=smaps_rollup_stock:2+move"), 2)
+        self.assertEqual(bench_stats.control_of("rollup:2+move"), "status:2+move")
+        self.assertEqual(bench_stats.split_suffix("rollup:1+swap+move"),
+                         ("rollup:1", "+swap+move"))
+        self.assertEqual(bench_stats.control_of("rollup:1+swap+move"), "status:1+swap+move")
+        self.assertEqual(bench_stats.split_suffix("none+move"), ("none", "+move"))
+        self.assertEqual(bench_stats.readers_of("none+move"), 0)
+        self.assertEqual(bench_stats.split_suffix("rollup:1"), ("rollup:1", ""))
 
     def test_swap(self):
         models = self.figures["models"]
@@ -144,6 +153,61 @@ class AnalyzeTest(Analysed):
         self.assertIn("| series | rollup:1+swap | 3 | 1000 | 53.0 | 560 |", self.readme)
         self.assertIn("| full | series | rollup:1+swap | 60.0 | 50.0 | 1.20 | 650 | 500 |",
                       self.readme)
+
+    def test_move(self):
+        """The +move conditions (UFFDIO_MOVE beside the mapper): the move
+        bar, judged under full, and their rows in the tables and CSVs."""
+        models = self.figures["models"]
+        self.assertAlmostEqual(self.figures["invert"][("series", "rollup:1+move")]["mean"], 110.0)
+        self.assertAlmostEqual(self.figures["invert"][("series", "rollup:1+move")]["max"], 1100.0)
+        (voluntary,) = bench_stats.move_verdicts("voluntary", models["voluntary"])
+        self.assertEqual((voluntary.kind, voluntary.cell, voluntary.issue, voluntary.readers),
+                         ("invert", "rollup:1+move", "move", 1))
+        self.assertEqual((voluntary.is_bar, voluntary.met), (False, True))
+        for which, mean, peak in (("series", 1.1, 1.1), ("stock_file", 16.0, 20.0),
+                                  ("stock", 19.5, 24.0), ("plain", 1.1, 0.9)):
+            self.assertAlmostEqual(voluntary.ratio(which, "mean"), mean, msg=which)
+            self.assertAlmostEqual(voluntary.ratio(which, "max"), peak, msg=which)
+        (full,) = bench_stats.move_verdicts("full", models["full"])
+        self.assertTrue(full.is_bar)
+        self.assertFalse(full.met)
+        self.assertAlmostEqual(full.ratio("series", "mean"), 1.3)
+        self.assertAlmostEqual(full.ratio("stock", "mean"), 19.5)
+        # The +move cells are not swap cells.
+        self.assertNotIn("rollup:1+move", {v.cell for v in bench_stats.swap_verdicts(
+            "full", models["full"])})
+        self.assertIn("- **Move bar (UFFDIO_MOVE)** (full preemption; inversion, a thread of "
+                      "the mapper moving 8 MiB back and forth with UFFDIO_MOVE, rollup:1+move, "
+                      "control status:1+move; TCG guest, emulated): MISSED: mapper mean 130 "
+                      "against 100 µs, 1.30x (bar 1.2x); median of per-run maxima 1100 against "
+                      "1000 µs, 1.10x (no bar). Over their controls: stock's implementation in "
+                      "the same boot 16.0x / 24.0x; the stock kernel's rollup 19.5x / 24.0x; the "
+                      "same without the moves (rollup:1) 1.20x / 1.20x.", self.readme)
+        self.assertIn("- Move cell against the UFFDIO_MOVE bar, for comparison (voluntary "
+                      "preemption, the bar being judged under full; inversion", self.readme)
+        self.assertIn("| series | rollup:1+move | 3 | 1000 | 110 | 1100 |", self.readme)
+        self.assertIn("| series | stock file:1+move | 3 | 1000 | 1600 | 20000 |", self.readme)
+        self.assertIn("| full | series | rollup:1+move | 130 | 100 | 1.30 | 1100 | 1000 |",
+                      self.readme)
+        self.assertIn("| full | rollup:1+move | status:1+move | 1.30x / 1.10x | 1.2x / – | MISSED "
+                      "| 16.0x / 24.0x | 19.5x / 24.0x | 1.20x / 1.20x |", self.readme)
+        self.assertIn("| voluntary | rollup:1+swap | status:1+swap | 1.06x / 1.12x | 1.1x / 1.2x "
+                      "| met (judged under full) |", self.readme)
+        with open(os.path.join(self.out, "invert-cells.csv")) as f:
+            rows = {(r["model"], r["condition"]): r for r in csv.DictReader(f)}
+        self.assertEqual(set(rows), {(m, f"rollup:1{s}") for m in ("voluntary", "full")
+                                     for s in ("+swap", "+move")})
+        row = rows[("full", "rollup:1+move")]
+        self.assertEqual((row["issue"], row["control"], row["judged"], row["met"], row["bar_max"]),
+                         ("move", "status:1+move", "yes", "no", ""))
+        self.assertAlmostEqual(float(row["series_mean_ratio"]), 1.3)
+        self.assertAlmostEqual(float(row["stock_file_max_ratio"]), 24.0)
+        self.assertAlmostEqual(float(rows[("voluntary", "rollup:1+swap")]["bar_mean"]), 1.1)
+        with open(os.path.join(self.out, "invert.csv")) as f:
+            conds = {(r["kernel"], r["condition"]) for r in csv.DictReader(f)}
+        self.assertLessEqual({("series", "status:1+move"), ("series", "rollup:1+move"),
+                              ("series", "rollup=smaps_rollup_stock:1+move"),
+                              ("stock", "status:1+move"), ("stock", "rollup:1+move")}, conds)
 
     def test_fleet(self):
         self.assertAlmostEqual(self.figures["fleet_ratios"][0], 1.1)
@@ -221,32 +285,80 @@ class AnalyzeTest(Analysed):
 
     def test_moves(self):
         moves = self.figures["moves"]
-        stock_file = moves[("series", 64, 0, bench_stats.SAME_BOOT_STOCK)]
+        stock_file = moves[("series", "mremap", 64, 0, bench_stats.SAME_BOOT_STOCK)]
         self.assertEqual((stock_file["reads"], stock_file["wrong"], stock_file["over"],
                           stock_file["under"]), (1000, 10, 6, 4))
         self.assertAlmostEqual(stock_file["share"], 0.01)
         self.assertAlmostEqual(stock_file["read_p50_ms"], 1.5)
-        self.assertEqual(moves[("stock", 64, 0, "rollup")]["under"], 5)
-        verdicts = {(v.mib, v.period_us): v for v in bench_stats.moves_verdicts(moves)}
-        self.assertEqual(set(verdicts), {(64, 0), (16, 1000)})
-        self.assertTrue(verdicts[(64, 0)].met and verdicts[(64, 0)].same_boot)
-        self.assertFalse(verdicts[(16, 1000)].no_more_wrong)
-        self.assertTrue(verdicts[(16, 1000)].none_under)
-        (full,) = bench_stats.moves_verdicts(self.figures["models"]["full"]["moves"])
-        self.assertEqual((full.series["under"], full.met), (1, False))
+        self.assertEqual(moves[("stock", "mremap", 64, 0, "rollup")]["under"], 5)
+        verdicts = {(v.mover, v.mib, v.period_us): v for v in bench_stats.moves_verdicts(moves)}
+        self.assertEqual(set(verdicts), {("mremap", 64, 0), ("mremap", 16, 1000),
+                                         ("uffd", 64, 0)})
+        self.assertTrue(verdicts[("mremap", 64, 0)].met and verdicts[("mremap", 64, 0)].same_boot)
+        self.assertFalse(verdicts[("mremap", 16, 1000)].no_more_wrong)
+        self.assertTrue(verdicts[("mremap", 16, 1000)].none_under)
+        full = {v.mover: v
+                for v in bench_stats.moves_verdicts(self.figures["models"]["full"]["moves"])}
+        self.assertEqual(set(full), {"mremap", "uffd"})
+        self.assertEqual((full["mremap"].series["under"], full["mremap"].met), (1, False))
         self.assertIn("- **Moves bar: series' wrong-read share at most stock's in the same "
-                      "boot, no read under the true Rss** (64 MiB moved in a tight loop, "
-                      "voluntary preemption): met: series 0 of 1000 reads wrong (0.00%), 0 "
+                      "boot, no read under the true Rss** (64 MiB moved with mremap in a tight "
+                      "loop, voluntary preemption): met: series 0 of 1000 reads wrong (0.00%), 0 "
                       "under; stock's implementation in the same boot 10 of 1000 (1.00%), 4 "
                       "under; status control 0 of 1000.", self.readme)
-        self.assertIn("(16 MiB moved every 1 ms, voluntary preemption): MISSED", self.readme)
-        self.assertIn("(64 MiB moved in a tight loop, full preemption): MISSED", self.readme)
-        self.assertIn("| full | 64 MiB moved in a tight loop | series | rollup | 66588 | 1600 | "
-                      "800 | 8 | 7 | 1 | 1.00% | 1052 / 132124 | 1.500 |", self.readme)
+        self.assertIn("(16 MiB moved with mremap every 1 ms, voluntary preemption): MISSED",
+                      self.readme)
+        self.assertIn("(64 MiB moved with mremap in a tight loop, full preemption): MISSED",
+                      self.readme)
+        self.assertIn("| full | 64 MiB moved with mremap in a tight loop | series | rollup | "
+                      "66588 | 1600 | 800 | 8 | 7 | 1 | 1.00% | 1052 / 132124 | 1.500 |",
+                      self.readme)
         with open(os.path.join(self.out, "moves.csv")) as f:
             rows = list(csv.DictReader(f))
-        self.assertEqual(len(rows), 12)
+        self.assertEqual(len(rows), 19)
         self.assertEqual({r["model"] for r in rows}, {"voluntary", "full"})
+        self.assertEqual({r["mover"] for r in rows}, {"mremap", "uffd"})
+        self.assertEqual({r["method"] for r in rows},
+                         {"rollup", bench_stats.SAME_BOOT_STOCK, "status"})
+
+    def test_moves_uffd(self):
+        """The UFFDIO_MOVE cells (rollup+uffd...) are cells of their own,
+        reported as the mremap ones are, labelled UFFDIO_MOVE."""
+        moves = self.figures["moves"]
+        series = moves[("series", "uffd", 64, 0, "rollup")]
+        stock_file = moves[("series", "uffd", 64, 0, bench_stats.SAME_BOOT_STOCK)]
+        self.assertEqual((series["reads"], series["wrong"]), (1000, 0))
+        self.assertEqual((stock_file["reads"], stock_file["wrong"], stock_file["over"],
+                          stock_file["under"]), (1000, 50, 30, 20))
+        self.assertAlmostEqual(stock_file["share"], 0.05)
+        self.assertEqual(moves[("stock", "uffd", 64, 0, "rollup")]["under"], 15)
+        # The mremap cell of the same size and period is not mixed in.
+        self.assertEqual(moves[("series", "mremap", 64, 0, bench_stats.SAME_BOOT_STOCK)]["wrong"],
+                         10)
+        self.assertEqual(bench_stats.moves_cells(moves),
+                         [("mremap", 64, 0), ("mremap", 16, 1000), ("uffd", 64, 0)])
+        (v,) = [v for v in bench_stats.moves_verdicts(moves) if v.mover == "uffd"]
+        self.assertTrue(v.met and v.same_boot)
+        self.assertIn("- **Moves bar: series' wrong-read share at most stock's in the same "
+                      "boot, no read under the true Rss** (64 MiB moved with UFFDIO_MOVE in a "
+                      "tight loop, voluntary preemption): met: series 0 of 1000 reads wrong "
+                      "(0.00%), 0 under; stock's implementation in the same boot 50 of 1000 "
+                      "(5.00%), 20 under; status control 0 of 1000.", self.readme)
+        self.assertIn("(64 MiB moved with UFFDIO_MOVE in a tight loop, full preemption): met",
+                      self.readme)
+        self.assertIn("| voluntary | 64 MiB moved with UFFDIO_MOVE in a tight loop | stock | "
+                      "rollup | 66588 | 1000 | 500 | 25 | 10 | 15 | 5.00% | 1052 / 132124 | "
+                      "1.500 |", self.readme)
+        self.assertIn("| full | 64 MiB moved with UFFDIO_MOVE in a tight loop | series | "
+                      "stock file |", self.readme)
+
+    def test_moves_mover(self):
+        self.assertEqual(bench_load.moves_mover("rollup+uffd"), ("uffd", "rollup"))
+        self.assertEqual(bench_load.moves_mover(bench_stats.SAME_BOOT_STOCK + "+uffd"),
+                         ("uffd", bench_stats.SAME_BOOT_STOCK))
+        self.assertEqual(bench_load.moves_mover("status"), ("mremap", "status"))
+        self.assertEqual(bench_load.moves_mover("+uffd"), ("mremap", "+uffd"))
+        self.assertEqual(bench_load.MOVES_UFFD_SUFFIX, "+uffd")
 
     def test_percentile(self):
         self.assertEqual(bench_stats.percentile([3, 1, 2, 4], 0.5), 2)
@@ -324,12 +436,15 @@ class RecordedRunTest(Analysed):
         for kernel in ("stock", "series"):
             for mib, period, method, _, _, *counts, _, _, _ in raw_rows(f"moves-{kernel}-r1",
                                                                         "moves"):
-                s = self.figures["moves"][(kernel, int(mib), int(period), method)]
+                mover = "uffd" if method.endswith("+uffd") else "mremap"
+                method = method[:-len("+uffd")] if mover == "uffd" else method
+                s = self.figures["moves"][(kernel, mover, int(mib), int(period), method)]
                 self.assertEqual([s[k] for k in ("reads", "wrong", "over", "under")],
                                  [int(x) for x in counts], (kernel, mib, method))
                 lines += 1
         self.assertEqual(lines, len(self.figures["moves"]))
-        self.assertIn(("series", 64, 0, bench_stats.SAME_BOOT_STOCK), self.figures["moves"])
+        self.assertIn(("series", "mremap", 64, 0, bench_stats.SAME_BOOT_STOCK),
+                      self.figures["moves"])
         self.assertEqual(len(bench_stats.moves_verdicts(self.figures["moves"])), 2)
 
     def test_readme(self):

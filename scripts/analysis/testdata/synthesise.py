@@ -24,14 +24,21 @@ test_analyze.py knows every result:
   stock rollup:1 means 190/200/210, max 5000. With swap (+swap): status:1
   as without on both kernels; series rollup:1 means 52/53/60, max
   550/560/700 (1.06x and 1.12x: met), stock's file 500, max 5000, stock
-  rollup:1 200, max 5000.
+  rollup:1 200, max 5000. With UFFDIO_MOVE (+move): status:1 mean 100,
+  max 1000 on both kernels; series rollup:1 means 105/110/130, max
+  900/1100/1500 (1.10x and 1.10x: the move bar met, were it judged here),
+  stock's file 1600, max 20000 (16x, 20x), stock rollup:1 1950, max 24000
+  (19.5x, 24x).
 - fleet: rollup sweeps series 10 and 12 ms, stock 10 ms; status 5 ms.
 - moves (reads, over, under): 64 MiB in a tight loop, series rollup
   1000, 0, 0, stock's file in the series boot 1000, 6, 4 (bar met);
   16 MiB every 1 ms, series 1000, 2, 0, stock's file 1000, 1, 0 (bar
   missed: 0.2% against 0.1%); status 1000, 0, 0 in both; the stock
   kernel's rollup 500, 0, 5 (64 MiB) and 500, 0, 0 (16 MiB); reads take
-  1.5 ms.
+  1.5 ms. With UFFDIO_MOVE (methods with MOVES_UFFD_SUFFIX, +uffd), 64
+  MiB in a tight loop: series rollup 1000, 0, 0, stock's file 1000,
+  30, 20 (bar met), status 1000, 0, 0; the stock kernel's rollup 500,
+  10, 15, status 500, 0, 0.
 - model full (files KERNEL-full-r1): cells 4000:16u and 4000:16d, series
   rollup 0.9, stock 1.2 (0.75), stock's file in the series boot 1.0
   (0.9), maps 1.0; stall 16000:128h, status:1 1000 µs on both, series
@@ -39,10 +46,14 @@ test_analyze.py knows every result:
   run each: status:1 mean 50, max 500, series rollup:1 mean 60, max 600;
   with swap, series only: status:1 mean 50, max 500, rollup:1 mean 60,
   max 650 (1.2x and 1.3x: the swap bars missed), stock's file mean 400,
-  max 4000; stall 16000:128p, series only: status:1 1000, rollup:1 1400
+  max 4000; with UFFDIO_MOVE: status:1 mean 100, max 1000 on both
+  kernels, series rollup:1 mean 130, max 1100 (1.3x: the move bar
+  missed), stock's file mean 1600, max 24000, stock rollup:1 mean 1950,
+  max 24000; stall 16000:128p, series only: status:1 1000, rollup:1 1400
   (1.4x, missed), stock's file 2000;
   moves, 64 MiB in a tight loop only: series rollup 800, 7, 1, stock's
-  file 800, 4, 0 (bar missed), no stock kernel figures.
+  file 800, 4, 0 (bar missed); with UFFDIO_MOVE, series rollup 800, 0,
+  0, stock's file 800, 40, 40 (bar met); no stock kernel figures.
 
 Run it again after changing the raw format; it overwrites the files.
 """
@@ -55,6 +66,7 @@ FIELDS = ("Rss=17228,Pss=17224,Pss_Dirty=12356,Pss_Anon=8268,Pss_File=4860,Pss_S
           "Referenced=17228,Anonymous=8268,KSM=0,LazyFree=0,AnonHugePages=0,ShmemPmdMapped=0,"
           "FilePmdMapped=0,Shared_Hugetlb=0,Private_Hugetlb=0,Swap=0,SwapPss=0,Locked=0")
 SAME_BOOT = "rollup=smaps_rollup_stock"
+UFFD = "+uffd"  # guest/bench/records.h MOVES_UFFD_SUFFIX: a UFFDIO_MOVE mover
 
 
 def write(name, lines):
@@ -122,7 +134,8 @@ def invert(kernel, conds):
 
 
 def moves(kernel, reads):
-    """(mib, period_us, method) -> (reads, over, under)."""
+    """(mib, period_us, method) -> (reads, over, under); METHOD as
+    bench-moves prints it (rollup+uffd with -m uffd)."""
     lines = []
     for (mib, period, method), (n, over, under) in reads.items():
         rss = mib * 1024 + 1052
@@ -164,17 +177,25 @@ def main():
                      "128p": {"status:1": 1000, "rollup:1": 1200, f"{SAME_BOOT}:1": 3000}})
     invert("stock", {"status:1": [(50, 500)] * 3,
                      "rollup:1": [(190, 5000), (200, 5000), (210, 5000)],
-                     "status:1+swap": [(50, 500)] * 3, "rollup:1+swap": [(200, 5000)] * 3})
+                     "status:1+swap": [(50, 500)] * 3, "rollup:1+swap": [(200, 5000)] * 3,
+                     "status:1+move": [(100, 1000)] * 3, "rollup:1+move": [(1950, 24000)] * 3})
     invert("series", {"status:1": [(50, 500)] * 3,
                       "rollup:1": [(54, 400), (55, 450), (70, 900)],
                       "status:1+swap": [(50, 500)] * 3,
                       "rollup:1+swap": [(52, 550), (53, 560), (60, 700)],
-                      f"{SAME_BOOT}:1+swap": [(500, 5000)] * 3})
+                      f"{SAME_BOOT}:1+swap": [(500, 5000)] * 3,
+                      "status:1+move": [(100, 1000)] * 3,
+                      "rollup:1+move": [(105, 900), (110, 1100), (130, 1500)],
+                      f"{SAME_BOOT}:1+move": [(1600, 20000)] * 3})
     moves("series", {(64, 0, "rollup"): (1000, 0, 0), (64, 0, SAME_BOOT): (1000, 6, 4),
                      (64, 0, "status"): (1000, 0, 0), (16, 1000, "rollup"): (1000, 2, 0),
-                     (16, 1000, SAME_BOOT): (1000, 1, 0), (16, 1000, "status"): (1000, 0, 0)})
+                     (16, 1000, SAME_BOOT): (1000, 1, 0), (16, 1000, "status"): (1000, 0, 0),
+                     (64, 0, "rollup" + UFFD): (1000, 0, 0),
+                     (64, 0, SAME_BOOT + UFFD): (1000, 30, 20),
+                     (64, 0, "status" + UFFD): (1000, 0, 0)})
     moves("stock", {(64, 0, "rollup"): (500, 0, 5), (64, 0, "status"): (500, 0, 0),
-                    (16, 1000, "rollup"): (500, 0, 0), (16, 1000, "status"): (500, 0, 0)})
+                    (16, 1000, "rollup"): (500, 0, 0), (16, 1000, "status"): (500, 0, 0),
+                    (64, 0, "rollup" + UFFD): (500, 10, 15), (64, 0, "status" + UFFD): (500, 0, 0)})
     # Model full: its reduced plan.
     for kernel, rollup in (("stock", 1.2), ("series", 0.9)):
         write(f"cost-{kernel}-full-r1.csv",
@@ -184,11 +205,16 @@ def main():
     stall("series-full", {"128h": {"none": 200, "status:1": 1000, "rollup:1": 1200,
                                    f"{SAME_BOOT}:1": 2000},
                           "128p": {"status:1": 1000, "rollup:1": 1400, f"{SAME_BOOT}:1": 2000}})
-    invert("stock-full", {"status:1": [(50, 500)], "rollup:1": [(300, 6000)]})
+    invert("stock-full", {"status:1": [(50, 500)], "rollup:1": [(300, 6000)],
+                          "status:1+move": [(100, 1000)], "rollup:1+move": [(1950, 24000)]})
     invert("series-full", {"status:1": [(50, 500)], "rollup:1": [(60, 600)],
                            "status:1+swap": [(50, 500)], "rollup:1+swap": [(60, 650)],
-                           f"{SAME_BOOT}:1+swap": [(400, 4000)]})
-    moves("series-full", {(64, 0, "rollup"): (800, 7, 1), (64, 0, SAME_BOOT): (800, 4, 0)})
+                           f"{SAME_BOOT}:1+swap": [(400, 4000)],
+                           "status:1+move": [(100, 1000)], "rollup:1+move": [(130, 1100)],
+                           f"{SAME_BOOT}:1+move": [(1600, 24000)]})
+    moves("series-full", {(64, 0, "rollup"): (800, 7, 1), (64, 0, SAME_BOOT): (800, 4, 0),
+                          (64, 0, "rollup" + UFFD): (800, 0, 0),
+                          (64, 0, SAME_BOOT + UFFD): (800, 40, 40)})
 
 
 if __name__ == "__main__":

@@ -1,61 +1,60 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * /proc/PID/smaps_rollup totals of memory of 4 kB pages: they equal the
- * sums over /proc/PID/smaps, and each kind of memory (private and shared
- * anonymous, copy-on-write, file, memfd, tmpfs and SysV shmem, hugetlb,
- * mlock()ed, MADV_FREE) moves exactly the fields it should by exactly the
- * amount a workload makes it.  Folios larger than a page, KSM and swap:
- * smaps_rollup-totals-folios.c.
- *
- * Each test starts a target (see smaps_rollup.h), reads smaps_rollup
- * before and after one workload step, and checks the change of every
- * field.  Sizes are multiples of 4 kB pages, so expected changes are exact.
+ * /proc/PID/smaps_rollup totals of each kind of memory: a target (see
+ * smaps_rollup.h) runs one workload step between two reads, each field
+ * must change by exactly what the step does, and the quiescent totals must
+ * equal the sums over /proc/PID/smaps.  The large-folio tests map 64 KiB
+ * folios (mTHP) by runs of 16 PTEs, and tear those runs apart.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <sys/shm.h>
 
 #include "smaps_rollup.h"
 
 #define MIB		(1024UL * 1024)
-#define REGION		MIB		/* most workloads' region */
+#define REGION		MIB
 #define REGION_KB	SR_KB(REGION)
+#define COW_KEPT	100	/* the page a "cow" child with @arg 1 keeps */
+#define MTHP		(64UL << 10)
+#define MTHP_REGION	(16 * MIB)
+#define MTHP_FOLIOS	(MTHP_REGION / MTHP)
+#define MTHP_KB		SR_KB(MTHP_REGION)
+#define THP_DIR		"/sys/kernel/mm/transparent_hugepage/"
 
 /* --- The workloads, run inside the target --- */
 
 static char *region, *region2, *dummy;
 static size_t region_len;
-static struct sr_helper helper, helper2;
+static struct sr_helper helper;
 
-static int helper_read_region(int cmd)
-{
-	sr_touch(region, region_len, -1);
-	return 0;
-}
-
+/* Write the region, but page COW_KEPT if @cmd is 2. */
 static int helper_write_region(int cmd)
-{
-	sr_touch(region, region_len, 2);
-	return 0;
-}
-
-static int helper_idle(int cmd)
-{
-	return 0;
-}
-
-#define COW_KEPT	100	/* the page of REGION a "cow_one" child keeps */
-
-/* Write every page of the region but page COW_KEPT. */
-static int helper_write_all_but_one(int cmd)
 {
 	size_t page = getpagesize();
 
+	if (cmd != 2) {
+		sr_touch(region, region_len, 2);
+		return 0;
+	}
 	sr_touch(region, COW_KEPT * page, 2);
 	sr_touch(region + (COW_KEPT + 1) * page,
 		 region_len - (COW_KEPT + 1) * page, 2);
 	return 0;
+}
+
+static int helper_unmap(int cmd)
+{
+	return munmap(region, region_len) ? -errno : 0;
+}
+
+/* Write the @len bytes of the region, fork a helper that maps them too. */
+static int write_and_fork(size_t len, int (*op)(int cmd))
+{
+	region_len = len;
+	sr_touch(region, len, 1);
+	return sr_helper_start(&helper, (unsigned long)region,
+			       (unsigned long)region + len, op);
 }
 
 /* 64 MiB mapped, then 16 MiB of it written. */
@@ -67,1036 +66,510 @@ static int anon_step(int step, long arg, unsigned long *val)
 	return 0;
 }
 
-/* A file (fd @arg) mapped private (step 1) or shared (step 3), then read. */
-static int file_step(int step, long arg, unsigned long *val)
-{
-	if (step == 2) {
-		sr_touch(region, REGION, -1);
-		return 0;
-	}
-	return sr_mmap((void **)&region, REGION, PROT_READ,
-		       step == 1 ? MAP_PRIVATE : MAP_SHARED, arg);
-}
-
-/*
- * Shared memory: fd @arg mapped (step 3), or SysV segment @arg attached
- * (step 1); then written (step 2) or only read (step 4, which returns the
- * address).
- */
-static int shmem_step(int step, long arg, unsigned long *val)
-{
-	if (step == 2) {
-		sr_touch(region, REGION, 1);
-		return 0;
-	}
-	if (step == 1) {
-		region = shmat(arg, NULL, 0);
-		if (region == (void *)-1)
-			return -errno;
-		return sr_nohuge(region, REGION);
-	}
-	if (step == 4) {
-		sr_touch(region, REGION, -1);
-		*val = (unsigned long)region;
-		return 0;
-	}
-	*val = 0;
-	return sr_mmap((void **)&region, REGION, PROT_READ | PROT_WRITE,
-		       MAP_SHARED, arg) ?: sr_nohuge(region, REGION);
-}
-
-/*
- * Write the @len bytes of the region, then fork a helper that maps them
- * too and does @op to them when told.
- */
-static int write_and_fork(size_t len, int (*op)(int cmd))
-{
-	region_len = len;
-	sr_touch(region, len, 1);
-	return sr_helper_start(&helper, (unsigned long)region,
-			       (unsigned long)region + len, op);
-}
-
-/* Shared anonymous memory written, then read by a forked helper too. */
-static int shared_anon_step(int step, long arg, unsigned long *val)
-{
-	if (step == 2)
-		return sr_helper_cmd(&helper, 1);
-	return sr_map_anon(&region, REGION, MAP_SHARED) ?:
-	       write_and_fork(REGION, helper_read_region);
-}
-
-/*
- * Private anonymous memory written, fork()ed, written by the child: all of
- * it, or (@arg 1) all but page COW_KEPT.
- */
+/* Private anonymous memory written and fork()ed; the child writes it. */
 static int cow_step(int step, long arg, unsigned long *val)
 {
 	if (step == 2)
-		return sr_helper_cmd(&helper, 1);
+		return sr_helper_cmd(&helper, 1 + arg);
 	return sr_map_anon(&region, REGION, MAP_PRIVATE) ?:
-	       write_and_fork(REGION, arg == 1 ? helper_write_all_but_one :
-						 helper_write_region);
+	       write_and_fork(REGION, helper_write_region);
 }
 
-/* One hugetlb page of @arg bytes, private; then written. */
-static int hugetlb_private_step(int step, long arg, unsigned long *val)
+/* File or memfd @arg mapped shared (@arg < 0: private), then read. */
+static int file_step(int step, long arg, unsigned long *val)
 {
-	if (step == 2) {
-		sr_touch(region, arg, 1);
-		return 0;
-	}
-	return sr_mmap((void **)&region, arg, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1);
+	if (step == 1)
+		return sr_mmap((void **)&region, REGION, PROT_READ | PROT_WRITE,
+			       arg < 0 ? MAP_PRIVATE : MAP_SHARED,
+			       arg < 0 ? -arg : arg) ?: sr_nohuge(region, REGION);
+	sr_touch(region, REGION, step == 2 ? -1 : 1);
+	return 0;
 }
 
-/* One hugetlb page of @arg bytes, shared and written; a helper reads it. */
-static int hugetlb_shared_step(int step, long arg, unsigned long *val)
+/* One private hugetlb page of @arg bytes, then written. */
+static int hugetlb_step(int step, long arg, unsigned long *val)
 {
-	if (step == 2)
-		return sr_helper_cmd(&helper, 1);
-	return sr_mmap((void **)&region, arg, PROT_READ | PROT_WRITE,
-		       MAP_SHARED | MAP_ANONYMOUS | MAP_HUGETLB, -1) ?:
-	       write_and_fork(arg, helper_read_region);
+	if (step == 1)
+		return sr_mmap((void **)&region, arg, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1);
+	sr_touch(region, arg, 1);
+	return 0;
 }
 
-/* REGION written, then MADV_FREE. */
-static int lazyfree_step(int step, long arg, unsigned long *val)
+/* REGION written, then MADV_FREE (step 2) or mlock() (step 3). */
+static int free_lock_step(int step, long arg, unsigned long *val)
 {
 	int ret;
 
-	if (step == 2) {
-		if (madvise(region, REGION, MADV_FREE))
-			return -errno;
-		/* madvise() starts by draining this CPU's LRU batches. */
-		return madvise(dummy, getpagesize(), MADV_FREE) ? -errno : 0;
-	}
-	ret = sr_pin_to_one_cpu(NULL) ?: sr_map_anon(&region, REGION, MAP_PRIVATE) ?:
+	if (step == 2)
+		return madvise(region, REGION, MADV_FREE) ||
+		       /* madvise() drains this CPU's LRU batches first. */
+		       madvise(dummy, getpagesize(), MADV_FREE) ? -errno : 0;
+	if (step == 3)
+		return sr_lock_range(region, REGION);
+	ret = sr_pin_to_one_cpu() ?:
+	      sr_map_anon(&region, REGION, MAP_PRIVATE) ?:
 	      sr_map_anon(&dummy, getpagesize(), MAP_PRIVATE);
-	if (!ret)
+	if (!ret && arg)
 		sr_touch(region, REGION, 1);
 	return ret;
 }
 
-/* REGION mapped, then mlock()ed. */
-static int mlock_step(int step, long arg, unsigned long *val)
+/* A PMD-aligned MADV_HUGEPAGE region of @arg bytes, then written. */
+static int thp_step(int step, long arg, unsigned long *val)
 {
-	if (step == 1)
-		return sr_map_anon(&region, REGION, MAP_PRIVATE);
-	return sr_lock_range(region, REGION);
-}
-
-#define LOCK_CHUNKS	6	/* of REGION bytes; the odd ones get locked */
-
-/*
- * Step 1: LOCK_CHUNKS * REGION of private anonymous memory and REGION of
- * shared anonymous memory, all written; a helper maps the shared pages too,
- * so their Pss is half their Rss.  Step 2: mlock() the odd chunks, each
- * then a locked VMA right after an unlocked one, and the shared memory.
- */
-static int mlock_some_step(int step, long arg, unsigned long *val)
-{
-	int i, ret;
+	unsigned long start, aligned;
+	int ret;
 
 	if (step == 2) {
-		for (i = 1; i < LOCK_CHUNKS; i += 2) {
-			ret = sr_lock_range(region + i * REGION, REGION);
-			if (ret)
-				return ret;
-		}
-		return sr_lock_range(region2, REGION);
+		sr_touch(region, arg, 1);
+		return 0;
 	}
-	ret = sr_map_anon(&region, LOCK_CHUNKS * REGION, MAP_PRIVATE) ?:
-	      sr_map_anon(&region2, REGION, MAP_SHARED);
+	ret = sr_mmap((void **)&region, 2 * arg, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1);
 	if (ret)
 		return ret;
-	sr_touch(region, LOCK_CHUNKS * REGION, 1);
-	sr_touch(region2, REGION, 2);
-	/* Settling, the helper maps the shared pages and copies the rest. */
-	return sr_helper_start(&helper, 0, 0, helper_idle);
+	start = (unsigned long)region;
+	aligned = (start + arg - 1) & ~(arg - 1);
+	if (aligned > start)
+		munmap(region, aligned - start);
+	munmap((void *)(aligned + arg), start + arg - aligned);
+	region = (char *)aligned;
+	return madvise(region, arg, MADV_HUGEPAGE) ? -errno : 0;
 }
 
-/* @arg pages written, then every other one made read-only: @arg VMAs. */
-static int many_vmas_step(int step, long arg, unsigned long *val)
+/* Private anonymous (@arg < 0) or memfd @arg memory written, paged out. */
+static int pageout_step(int step, long arg, unsigned long *val)
 {
+	int ret;
+
+	if (step == 2)
+		return sr_page_out(region, REGION);
+	ret = sr_pin_to_one_cpu();
+	if (!ret && arg < 0)
+		ret = sr_map_anon(&region, REGION, MAP_PRIVATE);
+	else if (!ret)
+		ret = sr_mmap((void **)&region, REGION, PROT_READ | PROT_WRITE,
+			      MAP_SHARED, arg) ?: sr_nohuge(region, REGION);
+	if (!ret)
+		sr_fill_distinct(region, REGION);
+	return ret;
+}
+
+/*
+ * MTHP_REGION of private anonymous memory aligned to MTHP, so that each
+ * aligned 64 KiB is one folio.  Step 1 maps it and writes it (but for
+ * MTHP_WRITTEN); step 2 does what @arg says.
+ */
+enum {
+	MTHP_WRITTEN,		/* step 2 writes it */
+	MTHP_CHILD_UNMAPS,	/* forked; the child unmaps it */
+	MTHP_HALF_UNMAPPED,	/* MADV_DONTNEED of each folio's upper half */
+	MTHP_HALF_PROTECTED,	/* mprotect() of each folio's upper half */
+	MTHP_HALF_MOVED,	/* mremap() of its upper half, from mid-folio */
+	MTHP_HALF_PAGED_OUT,	/* MADV_PAGEOUT of each folio's lower half */
+};
+
+static int mthp_step_1(long op)
+{
+	unsigned long start;
+	int ret;
+
+	ret = (op == MTHP_HALF_PAGED_OUT ? sr_pin_to_one_cpu() : 0) ?:
+	      sr_mmap((void **)&region, MTHP_REGION + MTHP,
+		      PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1);
+	if (ret)
+		return ret;
+	start = ((unsigned long)region + MTHP - 1) & ~(MTHP - 1);
+	if (start > (unsigned long)region)
+		munmap(region, start - (unsigned long)region);
+	munmap((void *)(start + MTHP_REGION),
+	       (unsigned long)region + MTHP - start);
+	region = (char *)start;
+	if (op == MTHP_HALF_MOVED)
+		ret = sr_mmap((void **)&region2, MTHP_REGION / 2, PROT_NONE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1);
+	if (ret || op == MTHP_WRITTEN)
+		return ret;
+	sr_fill_distinct(region, MTHP_REGION);
+	region_len = MTHP_REGION;
+	if (op == MTHP_CHILD_UNMAPS)
+		return sr_helper_start(&helper, start, start + MTHP_REGION,
+				       helper_unmap);
+	return 0;
+}
+
+static int mthp_step(int step, long arg, unsigned long *val)
+{
+	size_t off, half = MTHP / 2;
+	int ret = 0;
+
 	if (step == 1)
-		return sr_map_anon(&region, arg * getpagesize(), MAP_PRIVATE);
-	return sr_write_and_split(region, arg);
-}
-
-/*
- * What one page table maps: a page of entries the size of a long (but on
- * 32-bit x86 with PAE, where this is twice the 2 MiB and still aligned).
- */
-static size_t table_bytes(void)
-{
-	size_t page = getpagesize();
-
-	return page * (page / sizeof(long));
-}
-
-/* One page (or @pages) of @fd, or anonymous, at page @i of @base. */
-static int map_at(char *base, long i, long pages, int prot, int flags, int fd)
-{
-	size_t page = getpagesize();
-
-	if (fd < 0)
-		flags |= MAP_ANONYMOUS;
-	if (mmap(base + i * page, pages * page, prot, flags | MAP_FIXED, fd,
-		 0) == MAP_FAILED)
-		return -errno;
-	return fd < 0 ? sr_nohuge(base + i * page, pages * page) : 0;
-}
-
-/*
- * Step 1: reserve what three page tables map, PROT_NONE.
- * Step 2: in the page table after the first boundary, small VMAs of every
- * kind side by side, each the neighbour of a piece of the reservation (a VMA
- * with no page): 16 private anonymous pages written, every other one made
- * read-only (16 VMAs); two pages of a memfd mapped shared and written, and
- * the same two mapped private, one read and one written (copy-on-write); a
- * page of the file @arg (the test binary) read; an mlock()ed anonymous page;
- * and four anonymous pages across the page table's end, written. 22 pages
- * anonymous, 26 resident, one locked.
- */
-static int one_table_step(int step, long arg, unsigned long *val)
-{
-	size_t page = getpagesize(), table = table_bytes();
-	char *t;
-	int fd, ret;
-
-	if (step == 1)
-		return sr_mmap((void **)&region, 3 * table, PROT_NONE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1);
-	t = (char *)(((unsigned long)region + table - 1) & ~(table - 1));
-	fd = memfd_create("smaps_rollup-one-table", 0);
-	if (fd < 0 || ftruncate(fd, 2 * page))
-		return -errno;
-	ret = map_at(t, 0, 16, PROT_READ | PROT_WRITE, MAP_PRIVATE, -1) ?:
-	      sr_write_and_split(t, 16) ?:
-	      map_at(t, 17, 2, PROT_READ | PROT_WRITE, MAP_SHARED, fd) ?:
-	      map_at(t, 20, 2, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd) ?:
-	      map_at(t, 23, 1, PROT_READ, MAP_PRIVATE, arg) ?:
-	      map_at(t, 25, 1, PROT_READ | PROT_WRITE, MAP_PRIVATE, -1) ?:
-	      map_at(t, table / page - 2, 4, PROT_READ | PROT_WRITE,
-		     MAP_PRIVATE, -1);
-	close(fd);
-	if (ret)
-		return ret;
-	sr_touch(t + 17 * page, 2 * page, 3);
-	sr_touch(t + 20 * page, page, -1);
-	sr_touch(t + 21 * page, page, 4);
-	sr_touch(t + 23 * page, page, -1);
-	sr_touch(t + 25 * page, page, 5);
-	sr_touch(t + table - 2 * page, 4 * page, 6);
-	return sr_lock_range(t + 25 * page, page);
-}
-
-/*
- * A bit of everything, with pages mapped 1, 2 and 3 times so that Pss has
- * fractions: private anonymous memory; a memfd mapped shared and written,
- * and mapped private, half read and a quarter written (copy-on-write);
- * the file @arg (the test binary, which the test maps too) read through;
- * shared anonymous memory, mlock()ed, that two helpers map as well.
- */
-static int mix_step(int step, long arg, unsigned long *val)
-{
-	struct stat st;
-	int ret, fd;
-	char *file;
-
-	ret = sr_map_anon(&region, REGION, MAP_PRIVATE);
-	if (ret)
-		return ret;
-	sr_touch(region, REGION, 1);
-
-	fd = memfd_create("smaps_rollup-mix", 0);
-	if (fd < 0 || ftruncate(fd, REGION))
-		return -errno;
-	ret = sr_mmap((void **)&region2, REGION, PROT_READ | PROT_WRITE,
-		      MAP_SHARED, fd) ?: sr_nohuge(region2, REGION);
-	if (ret)
-		return ret;
-	sr_touch(region2, REGION, 3);
-	ret = sr_mmap((void **)&dummy, REGION, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE, fd) ?: sr_nohuge(dummy, REGION);
-	if (ret)
-		return ret;
-	sr_touch(dummy, REGION / 2, -1);
-	sr_touch(dummy + REGION / 2, REGION / 4, 4);
-	close(fd);
-
-	if (fstat(arg, &st))
-		return -errno;
-	ret = sr_mmap((void **)&file, st.st_size, PROT_READ, MAP_PRIVATE, arg);
-	if (ret)
-		return ret;
-	sr_touch(file, st.st_size, -1);
-
-	region_len = REGION;
-	ret = sr_map_anon(&region, REGION, MAP_SHARED);
-	if (ret)
-		return ret;
-	sr_touch(region, REGION, 5);
-	ret = sr_lock_range(region, REGION);
-	if (ret)
-		return ret;
-	return sr_helper_start(&helper, 0, 0, helper_idle) ?:
-	       sr_helper_start(&helper2, 0, 0, helper_idle);
+		return mthp_step_1(arg);
+	for (off = 0; off < MTHP_REGION && !ret; off += MTHP) {
+		switch (arg) {
+		case MTHP_WRITTEN:
+			sr_touch(region + off, MTHP, 1);
+			break;
+		case MTHP_CHILD_UNMAPS:
+			return sr_helper_cmd(&helper, 1);
+		case MTHP_HALF_UNMAPPED:
+			ret = madvise(region + off + half, half, MADV_DONTNEED);
+			break;
+		case MTHP_HALF_PROTECTED:
+			ret = mprotect(region + off + half, half, PROT_READ);
+			break;
+		case MTHP_HALF_MOVED:
+			return mremap(region + half, MTHP_REGION / 2,
+				      MTHP_REGION / 2, MREMAP_MAYMOVE | MREMAP_FIXED,
+				      region2) == region2 ? 0 : -errno;
+		case MTHP_HALF_PAGED_OUT:
+			ret = sr_page_out(region + off, half);
+			break;
+		}
+	}
+	return ret == -1 ? -errno : ret;
 }
 
 static const struct sr_workload workloads[] = {
 	{ "anon", anon_step, SR_SETTLE_UNMAP_VDSO },
-	{ "file", file_step, SR_SETTLE_UNMAP_VDSO },
-	{ "shmem", shmem_step, SR_SETTLE_UNMAP_VDSO },
-	{ "shared_anon", shared_anon_step, SR_SETTLE_UNMAP_VDSO },
 	{ "cow", cow_step, SR_SETTLE_UNMAP_VDSO },
-	{ "hugetlb_private", hugetlb_private_step, SR_SETTLE_UNMAP_VDSO },
-	{ "hugetlb_shared", hugetlb_shared_step, SR_SETTLE_UNMAP_VDSO },
-	{ "lazyfree", lazyfree_step, SR_SETTLE_UNMAP_VDSO },
-	{ "mlock", mlock_step, SR_SETTLE_UNMAP_VDSO },
-	{ "mlock_some", mlock_some_step, SR_SETTLE_UNMAP_VDSO },
-	{ "many_vmas", many_vmas_step, SR_SETTLE_UNMAP_VDSO },
-	{ "one_table", one_table_step, SR_SETTLE_UNMAP_VDSO },
-	{ "mix", mix_step, SR_SETTLE_UNMAP_VDSO },
+	{ "file", file_step, SR_SETTLE_UNMAP_VDSO },
+	{ "hugetlb", hugetlb_step, SR_SETTLE_UNMAP_VDSO },
+	{ "free_lock", free_lock_step, SR_SETTLE_UNMAP_VDSO },
+	{ "thp", thp_step, SR_SETTLE_UNMAP_VDSO | SR_SETTLE_THP },
+	{ "pageout", pageout_step, SR_SETTLE_UNMAP_VDSO },
+	{ "mthp", mthp_step, SR_SETTLE_UNMAP_VDSO | SR_SETTLE_THP },
 	{}
 };
 
 SR_TARGET_MAIN(workloads)
 
-/* --- Test-side helpers --- */
-
-/*
- * Start the "mix" target and run its one step; skips when its mlock() is
- * refused, rather than test a mix without locked memory.
- */
-static void start_mix(struct __test_metadata *_metadata, struct sr_target *t,
-		      int exe)
-{
-	int ret;
-
-	sr_assert_start(_metadata, t, "mix", exe);
-	ret = sr_target_step(t, 1, NULL);
-	if (sr_mlock_refused(ret))
-		SKIP(return, "mlock() of %lld kB failed: %s (RLIMIT_MEMLOCK, no CAP_IPC_LOCK)",
-		     REGION_KB, strerror(-ret));
-	ASSERT_EQ(0, ret) TH_LOG("target step 1: %s", strerror(-ret));
-}
+/* --- 4 kB pages --- */
 
 FIXTURE(rollup) {
 	struct sr_target t;
-	int exe;		/* the test binary, for the "mix" target */
-	long restore_max_map_count;
+	int fd;
 };
 
 FIXTURE_SETUP(rollup)
 {
 	self->t.pid = -1;
-	self->restore_max_map_count = -1;
-	self->exe = open("/proc/self/exe", O_RDONLY);
-	ASSERT_LE(0, self->exe);
+	self->fd = -1;
 }
 
-FIXTURE_TEARDOWN_PARENT(rollup)
+FIXTURE_TEARDOWN(rollup)
 {
-	if (self->restore_max_map_count > 0)
-		sr_write_long("/proc/sys/vm/max_map_count",
-			      self->restore_max_map_count);
 }
 
 /*
- * The change when a second task maps @kb of dirty shmem pages that were
- * mapped once: they turn shared, and their Pss halves.
+ * Start workload @name with @arg, run step 1, read @before, run step
+ * @step, read @after; the quiescent totals must be summed smaps.
  */
-static void want_shared_by_two(long long *want, long long kb)
+static void two_steps(struct __test_metadata *_metadata, struct sr_target *t,
+		      const char *name, long arg, int step,
+		      const long long *want)
 {
-	sr_delta_init(want);
-	want[SR_PSS] = -kb / 2;
-	want[SR_PSS_DIRTY] = -kb / 2;
-	want[SR_PSS_SHMEM] = -kb / 2;
-	want[SR_PRIVATE_DIRTY] = -kb;
-	want[SR_SHARED_DIRTY] = kb;
-}
-
-/* --- Sums and relations --- */
-
-TEST_F(rollup, quiescent_fields_equal_summed_smaps)
-{
-	start_mix(_metadata, &self->t, self->exe);
-	if (_metadata->exit_code == KSFT_SKIP)
-		return;
-	sr_expect_rollup_is_smaps_sum(_metadata, self->t.pid);
-}
-
-/*
- * The three Pss parts are rounded down separately from the same page
- * values Pss adds up, so Pss - 2 <= Pss_Anon + Pss_File + Pss_Shmem <= Pss.
- */
-TEST_F(rollup, pss_parts_sum_to_pss)
-{
-	struct sr_rollup r;
-	unsigned long long sum;
-
-	start_mix(_metadata, &self->t, self->exe);
-	if (_metadata->exit_code == KSFT_SKIP)
-		return;
-	sr_assert_read(_metadata, self->t.pid, &r);
-	sum = r.kb[SR_PSS_ANON] + r.kb[SR_PSS_FILE] + r.kb[SR_PSS_SHMEM];
-	EXPECT_LE(sum, r.kb[SR_PSS]);
-	EXPECT_LE(r.kb[SR_PSS], sum + 2);
-	/* The mix has all three kinds. */
-	EXPECT_LT(0, r.kb[SR_PSS_ANON]);
-	EXPECT_LT(0, r.kb[SR_PSS_FILE]);
-	EXPECT_LT(0, r.kb[SR_PSS_SHMEM]);
-}
-
-TEST_F(rollup, fields_are_consistent)
-{
-	struct sr_rollup r;
-
-	start_mix(_metadata, &self->t, self->exe);
-	if (_metadata->exit_code == KSFT_SKIP)
-		return;
-	sr_assert_read(_metadata, self->t.pid, &r);
-	EXPECT_EQ(0, sr_rollup_consistent(&r)) TH_LOG("%s", sr_error);
-}
-
-TEST_F_TIMEOUT(rollup, many_vmas_fields_equal_summed_smaps, 180)
-{
-	const long pages = 20480;
-	const long long kb = pages * SR_KB(getpagesize());
-	long long want[SR_NR_FIELDS];
 	struct sr_rollup before, after;
-	struct sr_smaps s;
-	long max = 0;
 
-	ASSERT_EQ(0, sr_read_long("/proc/sys/vm/max_map_count", &max));
-	if (max < pages + 1000) {
-		if (sr_write_long("/proc/sys/vm/max_map_count", pages + 1000))
-			SKIP(return, "vm.max_map_count %ld is below %ld and cannot be raised",
-			     max, pages + 1000);
-		self->restore_max_map_count = max;
-	}
-	sr_assert_two_steps(_metadata, &self->t, "many_vmas", pages,
-			    &before, &after);
-	ASSERT_EQ(0, sr_sum_smaps(self->t.pid, &s));
-	ASSERT_LE(pages, s.nr_vmas);
-
-	sr_want_private_anon(want, kb);
+	sr_assert_start(_metadata, t, name, arg);
+	sr_assert_step(_metadata, t, 1, NULL);
+	sr_assert_read(_metadata, t->pid, &before);
+	sr_assert_step(_metadata, t, step, NULL);
+	sr_assert_read(_metadata, t->pid, &after);
 	sr_expect_delta(_metadata, &before, &after, want);
-	sr_expect_rollup_is_smaps_sum(_metadata, self->t.pid);
+	sr_expect_rollup_is_smaps_sum(_metadata, t->pid);
 }
-
-TEST_F(rollup, small_vmas_of_every_kind_in_one_page_table_equal_summed_smaps)
-{
-	const long long page_kb = SR_KB(getpagesize());
-	long long want[SR_NR_FIELDS];
-	struct sr_rollup before, after;
-	int ret;
-
-	sr_assert_start(_metadata, &self->t, "one_table", self->exe);
-	sr_assert_step(_metadata, &self->t, 1, NULL);
-	sr_assert_read(_metadata, self->t.pid, &before);
-	ret = sr_target_step(&self->t, 2, NULL);
-	if (sr_mlock_refused(ret))
-		SKIP(return, "mlock() of a page failed: %s (RLIMIT_MEMLOCK, no CAP_IPC_LOCK)",
-		     strerror(-ret));
-	ASSERT_EQ(0, ret) TH_LOG("target step 2: %s", strerror(-ret));
-	sr_assert_read(_metadata, self->t.pid, &after);
-
-	for (int f = 0; f < SR_NR_FIELDS; f++)
-		want[f] = SR_ANY;
-	want[SR_RSS] = 26 * page_kb;
-	want[SR_ANONYMOUS] = 22 * page_kb;
-	want[SR_LOCKED] = page_kb;
-	want[SR_SWAP] = 0;
-	sr_expect_delta(_metadata, &before, &after, want);
-	sr_expect_rollup_is_smaps_sum(_metadata, self->t.pid);
-}
-
-/* --- Anonymous memory --- */
 
 TEST_F(rollup, private_anon_counts_touched_part_only)
 {
 	long long want[SR_NR_FIELDS];
-	struct sr_rollup before, after;
 
-	sr_assert_two_steps(_metadata, &self->t, "anon", 0, &before, &after);
-
-	sr_want_private_anon(want, 16384);
-	want[SR_REFERENCED] = 16384;
-	sr_expect_delta(_metadata, &before, &after, want);
+	sr_want_private_anon(want, 16 * SR_KB(MIB));
+	want[SR_REFERENCED] = 16 * SR_KB(MIB);
+	two_steps(_metadata, &self->t, "anon", 0, 2, want);
 }
 
-TEST_F(rollup, shared_anon_second_mapper_halves_pss)
-{
-	long long want[SR_NR_FIELDS];
-	struct sr_rollup before, after;
-
-	/* Written, a helper forked; then the helper maps the pages too. */
-	sr_assert_two_steps(_metadata, &self->t, "shared_anon", 0,
-			    &before, &after);
-
-	/* Shared anonymous memory is shmem. */
-	want_shared_by_two(want, REGION_KB);
-	sr_expect_delta(_metadata, &before, &after, want);
-}
-
+/* The child copies every page: the target's turn private, Pss doubles. */
 TEST_F(rollup, cow_pages_turn_private_when_child_writes)
 {
 	long long want[SR_NR_FIELDS];
-	struct sr_rollup before, after;
-
-	/* Written, then fork()ed; then the child writes its copy. */
-	sr_assert_two_steps(_metadata, &self->t, "cow", 0, &before, &after);
 
 	sr_want_anon_unshared(want, REGION_KB);
-	sr_expect_delta(_metadata, &before, &after, want);
+	two_steps(_metadata, &self->t, "cow", 0, 2, want);
 }
 
-/*
- * A page still shared with the child amid pages the child copied, which
- * are private again: the page is counted as shared, its neighbours are not
- * (counted as private, the page would add 512 kB of Pss, not 510 kB).
- */
+/* The child copies all but one page, which stays shared amid private ones. */
 TEST_F(rollup, cow_a_page_left_shared_amid_private_ones_counts_half)
 {
-	const long long kb = SR_KB(getpagesize());
+	const long long page_kb = SR_KB(getpagesize());
 	long long want[SR_NR_FIELDS];
-	struct sr_rollup before, after;
 
-	/* Written, then fork()ed; then the child writes all but one page. */
-	sr_assert_two_steps(_metadata, &self->t, "cow", 1, &before, &after);
-
-	sr_want_anon_unshared(want, REGION_KB - kb);
-	sr_expect_delta(_metadata, &before, &after, want);
+	sr_want_anon_unshared(want, REGION_KB - page_kb);
+	two_steps(_metadata, &self->t, "cow", 1, 2, want);
 }
 
+/* mlock() populates a private writable mapping by writing it. */
 TEST_F(rollup, mlock_counts_locked)
 {
 	long long want[SR_NR_FIELDS];
-	struct sr_rollup before, after;
-	int ret;
 
-	sr_assert_start(_metadata, &self->t, "mlock", 0);
-	sr_assert_step(_metadata, &self->t, 1, NULL);
-	sr_assert_read(_metadata, self->t.pid, &before);
-	ret = sr_target_step(&self->t, 2, NULL);
-	if (sr_mlock_refused(ret))
-		SKIP(return, "mlock() of %lld kB failed: %s (RLIMIT_MEMLOCK, no CAP_IPC_LOCK)",
-		     REGION_KB, strerror(-ret));
-	ASSERT_EQ(0, ret);
-	sr_assert_read(_metadata, self->t.pid, &after);
-
-	/* mlock() populates a private writable mapping by writing. */
 	sr_want_private_anon(want, REGION_KB);
 	want[SR_LOCKED] = REGION_KB;
-	sr_expect_delta(_metadata, &before, &after, want);
-	/*
-	 * Pss grew by as much, so only the totals tell Locked from a copy of
-	 * Pss: the region is all the target has locked, and not all it has.
-	 */
-	EXPECT_EQ(0, before.kb[SR_LOCKED]);
-	EXPECT_EQ(REGION_KB, after.kb[SR_LOCKED]);
-	EXPECT_LT(after.kb[SR_LOCKED], after.kb[SR_PSS]);
+	two_steps(_metadata, &self->t, "free_lock", 0, 3, want);
 }
 
-/*
- * Locked adds up the Pss of each locked page.  Here the target has locked
- * half of its private chunks, each a VMA after an unlocked one, and shared
- * memory whose Pss is half its Rss; it has more memory unlocked.  4.14
- * printed the Pss total as Locked, and then added the running Pss total
- * at each locked VMA.
- */
-TEST_F(rollup, mlock_of_some_vmas_counts_their_pss_as_locked)
-{
-	const long long locked = LOCK_CHUNKS / 2 * REGION_KB + REGION_KB / 2;
-	long long want[SR_NR_FIELDS];
-	struct sr_rollup before, after;
-	int ret;
-
-	sr_assert_start(_metadata, &self->t, "mlock_some", 0);
-	sr_assert_step(_metadata, &self->t, 1, NULL);
-	sr_assert_read(_metadata, self->t.pid, &before);
-	ret = sr_target_step(&self->t, 2, NULL);
-	if (sr_mlock_refused(ret))
-		SKIP(return, "mlock() of %lld kB failed: %s (RLIMIT_MEMLOCK, no CAP_IPC_LOCK)",
-		     locked + REGION_KB / 2, strerror(-ret));
-	ASSERT_EQ(0, ret);
-	sr_assert_read(_metadata, self->t.pid, &after);
-
-	/* Every page was present already: only Locked moves. */
-	sr_delta_init(want);
-	want[SR_LOCKED] = locked;
-	sr_expect_delta(_metadata, &before, &after, want);
-	EXPECT_EQ(0, before.kb[SR_LOCKED]);
-	EXPECT_EQ(locked, after.kb[SR_LOCKED]);
-	/* Pss has the unlocked chunks too, and Rss all of the shared pages. */
-	EXPECT_LE(locked + LOCK_CHUNKS / 2 * REGION_KB, after.kb[SR_PSS]);
-	EXPECT_LT(after.kb[SR_PSS], after.kb[SR_RSS]);
-}
-
+/* MADV_FREE cleans the pages; they stay until reclaim wants them. */
 TEST_F(rollup, madv_free_counts_lazyfree)
 {
 	long long want[SR_NR_FIELDS];
-	struct sr_rollup before, after;
 
-	sr_assert_two_steps(_metadata, &self->t, "lazyfree", 0,
-			    &before, &after);
-
-	/* MADV_FREE cleans the pages; they stay until reclaim wants them. */
 	sr_delta_init(want);
 	want[SR_LAZYFREE] = REGION_KB;
 	want[SR_PSS_DIRTY] = -REGION_KB;
 	want[SR_PRIVATE_DIRTY] = -REGION_KB;
 	want[SR_PRIVATE_CLEAN] = REGION_KB;
-	sr_expect_delta(_metadata, &before, &after, want);
+	two_steps(_metadata, &self->t, "free_lock", 1, 2, want);
 }
 
-/* --- File-backed memory (page cache that is not shmem) --- */
-
-FIXTURE(file) {
-	struct sr_target t;
-	int fd;
-};
-
-FIXTURE_VARIANT(file) {
-	int map_flags;
-	int map_step;
-};
-
-FIXTURE_VARIANT_ADD(file, private) {
-	.map_flags = MAP_PRIVATE,
-	.map_step = 1,
-};
-
-FIXTURE_VARIANT_ADD(file, shared) {
-	.map_flags = MAP_SHARED,
-	.map_step = 3,
-};
-
-FIXTURE_SETUP(file)
+/* Page cache that is not shmem (ramfs: dirty), read through a private mapping. */
+TEST_F(rollup, file_read_through_counts_pss_file)
 {
-	const char *where;
+	long long want[SR_NR_FIELDS];
 
-	self->t.pid = -1;
-	self->fd = sr_open_private_file(false, REGION, &where);
+	self->fd = sr_ramfs_file(REGION);
 	if (self->fd < 0)
-		SKIP(return, "no non-tmpfs file system to write to, no ramfs (root)");
-	TH_LOG("file on %s", where);
-}
-
-FIXTURE_TEARDOWN(file)
-{
-}
-
-/*
- * Whether these page cache pages are dirty depends on the file system
- * (ramfs pages always are; a synced disk file's are not), so only the sum
- * of the clean and dirty fields is checked.
- */
-static void expect_file_delta(struct __test_metadata *_metadata,
-			      const struct sr_rollup *before,
-			      const struct sr_rollup *after,
-			      long long pss, long long private, long long shared)
-{
-	long long want[SR_NR_FIELDS];
-
+		SKIP(return, "cannot mount a ramfs (needs root): %s", strerror(errno));
 	sr_delta_init(want);
-	want[SR_PSS_DIRTY] = SR_ANY;
-	want[SR_PRIVATE_CLEAN] = SR_ANY;
-	want[SR_PRIVATE_DIRTY] = SR_ANY;
-	want[SR_SHARED_CLEAN] = SR_ANY;
-	want[SR_SHARED_DIRTY] = SR_ANY;
-	want[SR_RSS] = private + shared;
-	want[SR_PSS] = pss;
-	want[SR_PSS_FILE] = pss;
-	sr_expect_delta(_metadata, before, after, want);
-	EXPECT_EQ(private, sr_delta(before, after, SR_PRIVATE_CLEAN) +
-			   sr_delta(before, after, SR_PRIVATE_DIRTY));
-	EXPECT_EQ(shared, sr_delta(before, after, SR_SHARED_CLEAN) +
-			  sr_delta(before, after, SR_SHARED_DIRTY));
+	want[SR_RSS] = REGION_KB;
+	want[SR_PSS] = REGION_KB;
+	want[SR_PSS_FILE] = REGION_KB;
+	want[SR_PSS_DIRTY] = REGION_KB;
+	want[SR_PRIVATE_DIRTY] = REGION_KB;
+	two_steps(_metadata, &self->t, "file", -self->fd, 2, want);
 }
 
-TEST_F(file, read_through_counts_pss_file)
-{
-	struct sr_rollup before, after;
-
-	sr_assert_start(_metadata, &self->t, "file", self->fd);
-	sr_assert_step(_metadata, &self->t, variant->map_step, NULL);
-	sr_assert_read(_metadata, self->t.pid, &before);
-	sr_assert_step(_metadata, &self->t, 2, NULL);
-	sr_assert_read(_metadata, self->t.pid, &after);
-	expect_file_delta(_metadata, &before, &after, REGION_KB, REGION_KB, 0);
-}
-
-TEST_F(file, second_mapper_halves_pss)
-{
-	struct sr_rollup before, after;
-	char *p;
-
-	sr_assert_start(_metadata, &self->t, "file", self->fd);
-	sr_assert_step(_metadata, &self->t, variant->map_step, NULL);
-	sr_assert_step(_metadata, &self->t, 2, NULL);
-	sr_assert_read(_metadata, self->t.pid, &before);
-	p = mmap(NULL, REGION, PROT_READ, variant->map_flags, self->fd, 0);
-	ASSERT_NE(MAP_FAILED, p);
-	sr_touch(p, REGION, -1);
-	sr_assert_read(_metadata, self->t.pid, &after);
-	expect_file_delta(_metadata, &before, &after, -REGION_KB / 2,
-			  -REGION_KB, REGION_KB);
-}
-
-/* --- Shared memory: memfd, a tmpfs file, SysV --- */
-
-enum { SHMEM_MEMFD, SHMEM_TMPFS, SHMEM_SYSV };
-
-/*
- * The REGION bytes of shared memory a test maps: a memfd or a tmpfs file
- * (@fd), or a SysV segment (@shmid); the other is -1.  Skips without one.
- */
-static void shmem_open(struct __test_metadata *_metadata, int kind, int *fd,
-		       int *shmid)
-{
-	const char *where;
-
-	*fd = -1;
-	*shmid = -1;
-	switch (kind) {
-	case SHMEM_MEMFD:
-		*fd = memfd_create("smaps_rollup", 0);
-		if (*fd < 0)
-			SKIP(return, "memfd_create(): %s (CONFIG_MEMFD_CREATE?)",
-			     strerror(errno));
-		ASSERT_EQ(0, ftruncate(*fd, REGION));
-		break;
-	case SHMEM_TMPFS:
-		*fd = sr_open_private_file(true, REGION, &where);
-		if (*fd < 0)
-			SKIP(return, "no writable tmpfs, and cannot mount one (needs root)");
-		break;
-	case SHMEM_SYSV:
-		*shmid = shmget(IPC_PRIVATE, REGION, IPC_CREAT | 0600);
-		if (*shmid < 0)
-			SKIP(return, "shmget(): %s (CONFIG_SYSVIPC? kernel.shmmax?)",
-			     strerror(errno));
-		break;
-	}
-}
-
-/* Map (fd >= 0) or attach (the SysV segment @shmid) in a new target. */
-static void start_shmem_target(struct __test_metadata *_metadata,
-			       struct sr_target *t, int fd, int shmid)
-{
-	sr_assert_start(_metadata, t, "shmem", shmid >= 0 ? shmid : fd);
-	/* Step 1 attaches the SysV segment, step 3 maps the fd. */
-	sr_assert_step(_metadata, t, shmid >= 0 ? 1 : 3, NULL);
-}
-
-/*
- * Map the @len bytes at @off once more, in this process, read-only, and
- * read them: mmap() of the fd, or shmat() of the segment, which attaches
- * all of it, and munmap() of all the rest of it.
- */
-static char *map_again(struct __test_metadata *_metadata, int fd, int shmid,
-		       size_t off, size_t len)
-{
-	char *p;
-
-	if (fd >= 0) {
-		p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, off);
-		ASSERT_NE(MAP_FAILED, p);
-	} else {
-		p = shmat(shmid, NULL, SHM_RDONLY);
-		ASSERT_NE((void *)-1, p);
-		if (off)
-			ASSERT_EQ(0, munmap(p, off));
-		if (off + len < REGION)
-			ASSERT_EQ(0, munmap(p + off + len, REGION - off - len));
-		p += off;
-	}
-	sr_touch(p, len, -1);
-	return p;
-}
-
-/*
- * Write all REGION bytes, but not through the target: with write() to the
- * fd, or through an attach of the segment that is detached again.
- */
-static void write_not_through_target(struct __test_metadata *_metadata,
-				     int fd, int shmid)
-{
-	static char buf[REGION];
-	char *p;
-
-	memset(buf, 0x3c, sizeof(buf));
-	if (fd >= 0) {
-		ASSERT_EQ(REGION, pwrite(fd, buf, REGION, 0));
-		return;
-	}
-	p = shmat(shmid, NULL, 0);
-	ASSERT_NE((void *)-1, p);
-	ASSERT_EQ(0, sr_nohuge(p, REGION));
-	memcpy(p, buf, REGION);
-	ASSERT_EQ(0, shmdt(p));
-}
-
-FIXTURE(shmem) {
-	struct sr_target t;
-	int fd, shmid;
-};
-
-FIXTURE_VARIANT(shmem) {
-	int kind;
-};
-
-FIXTURE_VARIANT_ADD(shmem, memfd) {
-	.kind = SHMEM_MEMFD,
-};
-
-FIXTURE_VARIANT_ADD(shmem, tmpfs) {
-	.kind = SHMEM_TMPFS,
-};
-
-FIXTURE_VARIANT_ADD(shmem, sysv) {
-	.kind = SHMEM_SYSV,
-};
-
-FIXTURE_SETUP(shmem)
-{
-	self->t.pid = -1;
-	shmem_open(_metadata, variant->kind, &self->fd, &self->shmid);
-}
-
-FIXTURE_TEARDOWN_PARENT(shmem)
-{
-	if (self->shmid >= 0)
-		shmctl(self->shmid, IPC_RMID, NULL);
-}
-
-TEST_F(shmem, sole_mapper_written_counts_private_shmem)
+TEST_F(rollup, memfd_written_by_sole_mapper_counts_private_shmem)
 {
 	long long want[SR_NR_FIELDS];
-	struct sr_rollup before, after;
 
-	start_shmem_target(_metadata, &self->t, self->fd, self->shmid);
-	sr_assert_read(_metadata, self->t.pid, &before);
-	sr_assert_step(_metadata, &self->t, 2, NULL);
-	sr_assert_read(_metadata, self->t.pid, &after);
-
+	self->fd = memfd_create("smaps_rollup", 0);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, ftruncate(self->fd, REGION));
 	sr_want_private_shmem(want, REGION_KB);
-	sr_expect_delta(_metadata, &before, &after, want);
+	two_steps(_metadata, &self->t, "file", self->fd, 3, want);
 }
 
-TEST_F(shmem, second_mapper_halves_pss)
+TEST_F(rollup, hugetlb_private_counts_private_hugetlb_not_rss)
 {
 	long long want[SR_NR_FIELDS];
-	struct sr_rollup before, after;
+	long kb = sr_meminfo_kb("Hugepagesize:");
 
-	start_shmem_target(_metadata, &self->t, self->fd, self->shmid);
-	sr_assert_step(_metadata, &self->t, 2, NULL);
-	sr_assert_read(_metadata, self->t.pid, &before);
-	map_again(_metadata, self->fd, self->shmid, 0, REGION);
-	sr_assert_read(_metadata, self->t.pid, &after);
-
-	want_shared_by_two(want, REGION_KB);
-	sr_expect_delta(_metadata, &before, &after, want);
-}
-
-/*
- * The mapcount of one page amid pages mapped once rises when the test maps
- * it too, and falls back when it unmaps it: each time only that page moves
- * between Private_Dirty and Shared_Dirty, and its Pss halves and comes back.
- */
-TEST_F(shmem, a_page_mapped_again_amid_private_ones_counts_half)
-{
-	const size_t page = getpagesize();
-	const long long kb = SR_KB(page);
-	long long want[SR_NR_FIELDS];
-	struct sr_rollup before, after, again;
-	char *p;
-
-	start_shmem_target(_metadata, &self->t, self->fd, self->shmid);
-	sr_assert_step(_metadata, &self->t, 2, NULL);
-	sr_assert_read(_metadata, self->t.pid, &before);
-	p = map_again(_metadata, self->fd, self->shmid, 100 * page, page);
-	sr_assert_read(_metadata, self->t.pid, &after);
-	ASSERT_EQ(0, munmap(p, page));
-	sr_assert_read(_metadata, self->t.pid, &again);
-
-	want_shared_by_two(want, kb);
-	sr_expect_delta(_metadata, &before, &after, want);
+	if (kb <= 0 || sr_meminfo_kb("HugePages_Free:") < 1)
+		SKIP(return, "no free huge page (CONFIG_HUGETLBFS? vm.nr_hugepages?)");
 	sr_delta_init(want);
-	sr_expect_delta(_metadata, &before, &again, want);
+	want[SR_REFERENCED] = 0;
+	want[SR_PRIVATE_HUGETLB] = kb;
+	two_steps(_metadata, &self->t, "hugetlb", kb << 10, 2, want);
 }
 
-/*
- * Pages written, but not through the target, and then only read by it:
- * each of its entries is young but clean, and the page is dirty, so the
- * pages count as dirty.
- */
-TEST_F(shmem, written_pages_mapped_by_clean_entries_count_dirty)
+/* --- THP and swap --- */
+
+TEST_F(rollup, thp_counts_anon_huge_pages)
 {
 	long long want[SR_NR_FIELDS];
 	struct sr_rollup before, after;
+	struct sr_smaps s;
+	char buf[256];
+	long pmd = 0;
 
-	write_not_through_target(_metadata, self->fd, self->shmid);
-	start_shmem_target(_metadata, &self->t, self->fd, self->shmid);
+	if (sr_read_path(THP_DIR "enabled", buf, sizeof(buf)) < 0)
+		SKIP(return, "no transparent huge pages (CONFIG_TRANSPARENT_HUGEPAGE)");
+	if (strstr(buf, "[never]"))
+		SKIP(return, "transparent huge pages are disabled (enabled: never)");
+	ASSERT_EQ(0, sr_read_long(THP_DIR "hpage_pmd_size", &pmd));
+	sr_assert_start(_metadata, &self->t, "thp", pmd);
+	sr_assert_step(_metadata, &self->t, 1, NULL);
 	sr_assert_read(_metadata, self->t.pid, &before);
-	sr_assert_step(_metadata, &self->t, 4, NULL);	/* read through */
+	sr_assert_step(_metadata, &self->t, 2, NULL);
 	sr_assert_read(_metadata, self->t.pid, &after);
-
-	sr_want_private_shmem(want, REGION_KB);
+	ASSERT_EQ(0, sr_sum_smaps(self->t.pid, &s));
+	if (!s.kb[SR_ANON_HUGE_PAGES])
+		SKIP(return, "the kernel found no free huge page (fragmented memory?)");
+	sr_want_private_anon(want, SR_KB(pmd));
+	want[SR_ANON_HUGE_PAGES] = SR_KB(pmd);
 	sr_expect_delta(_metadata, &before, &after, want);
-}
-
-/* --- Shared memory that read() reaches: memfd, a tmpfs file --- */
-
-FIXTURE(shmem_file) {
-	struct sr_target t;
-	int fd, shmid;		/* shmid: -1 */
-};
-
-FIXTURE_VARIANT(shmem_file) {
-	int kind;
-};
-
-FIXTURE_VARIANT_ADD(shmem_file, memfd) {
-	.kind = SHMEM_MEMFD,
-};
-
-FIXTURE_VARIANT_ADD(shmem_file, tmpfs) {
-	.kind = SHMEM_TMPFS,
-};
-
-FIXTURE_SETUP(shmem_file)
-{
-	self->t.pid = -1;
-	shmem_open(_metadata, variant->kind, &self->fd, &self->shmid);
-}
-
-FIXTURE_TEARDOWN(shmem_file)
-{
-}
-
-/*
- * The target reads the pages through its mapping: its entries are young,
- * the pages count as referenced.  After clear_refs the entries are old,
- * and pread() marks the pages referenced: they count as referenced again.
- * Referenced is read from the mapping's smaps entry (clear_refs ages the
- * target's other pages too, which it touches again as it runs).
- */
-TEST_F(shmem_file, pages_read_by_pread_count_referenced_though_entries_are_old)
-{
-	static char buf[REGION];
-	unsigned long addr;
-	char path[64];
-
-	write_not_through_target(_metadata, self->fd, self->shmid);
-	start_shmem_target(_metadata, &self->t, self->fd, self->shmid);
-	sr_assert_step(_metadata, &self->t, 4, &addr);	/* read through */
-	EXPECT_EQ(REGION_KB, sr_smaps_vma_field(self->t.pid, addr, "Referenced:"));
-
-	sr_path(path, sizeof(path), self->t.pid, "clear_refs");
-	if (sr_write_long(path, 1))
-		SKIP(return, "cannot write %s", path);
-	ASSERT_EQ(0, sr_smaps_vma_field(self->t.pid, addr, "Referenced:"));
-	ASSERT_EQ(REGION, pread(self->fd, buf, REGION, 0));
-	EXPECT_EQ(REGION_KB, sr_smaps_vma_field(self->t.pid, addr, "Referenced:"));
 	sr_expect_rollup_is_smaps_sum(_metadata, self->t.pid);
 }
 
-/* --- hugetlb --- */
+/* Is there less than twice @kb of swap free? */
+static bool swap_short(long long kb)
+{
+	return sr_meminfo_kb("SwapFree:") < 2 * kb;
+}
 
-FIXTURE(hugetlb) {
+TEST_F(rollup, pageout_anon_counts_swap_and_swap_pss)
+{
+	long long want[SR_NR_FIELDS];
+
+	if (swap_short(REGION_KB))
+		SKIP(return, "less than %lld kB of swap free (swapon a zram device)",
+		     2 * REGION_KB);
+	sr_want_private_anon(want, -REGION_KB);
+	want[SR_SWAP] = REGION_KB;
+	want[SR_SWAP_PSS] = REGION_KB;
+	two_steps(_metadata, &self->t, "pageout", -1, 2, want);
+}
+
+/* Stock adds a shmem object's swapped pages to Swap but never to SwapPss. */
+TEST_F(rollup, pageout_shmem_counts_swap_not_swap_pss)
+{
+	long long want[SR_NR_FIELDS];
+
+	if (swap_short(REGION_KB))
+		SKIP(return, "less than %lld kB of swap free (swapon a zram device)",
+		     2 * REGION_KB);
+	self->fd = memfd_create("smaps_rollup-swap", 0);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, ftruncate(self->fd, REGION));
+	sr_want_private_shmem(want, -REGION_KB);
+	want[SR_SWAP] = REGION_KB;
+	two_steps(_metadata, &self->t, "pageout", self->fd, 2, want);
+}
+
+/* --- 64 KiB folios (mTHP), counted a run of PTEs at a time --- */
+
+#define MTHP_DIR	THP_DIR "hugepages-64kB/"
+
+FIXTURE(mthp) {
 	struct sr_target t;
-	char nr_path[128];
-	long hp_kb, restore_nr;
+	char pmd_path[96], pmd[16], mthp[16];	/* to restore, "" if untouched */
 };
 
-#define HP_DIR "/sys/kernel/mm/hugepages/hugepages-%ldkB/%s"
-
-static long hp_read(long hp_kb, const char *file)
+/* 64 KiB folios for every anonymous fault, PMD-sized ones for none. */
+FIXTURE_SETUP(mthp)
 {
-	char path[128];
-	long val = -1;
+	long pmd = 0;
 
-	snprintf(path, sizeof(path), HP_DIR, hp_kb, file);
-	return sr_read_long(path, &val) ? -1 : val;
+	self->t.pid = -1;
+	self->pmd[0] = 0;
+	self->mthp[0] = 0;
+	if (getpagesize() != 4096)
+		SKIP(return, "64 KiB folios are 16 pages of 4 KiB; pages here are %d bytes",
+		     getpagesize());
+	if (sr_thp_setting(MTHP_DIR "enabled", self->mthp, sizeof(self->mthp)))
+		SKIP(return, "no %senabled: no 64 KiB THP (6.8 or later)", MTHP_DIR);
+	if (geteuid())
+		SKIP(return, "allocating 64 KiB folios needs root, to set %senabled",
+		     MTHP_DIR);
+	ASSERT_EQ(0, sr_read_long(THP_DIR "hpage_pmd_size", &pmd));
+	snprintf(self->pmd_path, sizeof(self->pmd_path),
+		 THP_DIR "hugepages-%ldkB/enabled", pmd >> 10);
+	ASSERT_EQ(0, sr_thp_setting(self->pmd_path, self->pmd, sizeof(self->pmd)));
+	ASSERT_EQ(0, sr_write_str(MTHP_DIR "enabled", "always"));
+	ASSERT_EQ(0, sr_write_str(self->pmd_path, "never"));
+}
+
+FIXTURE_TEARDOWN_PARENT(mthp)
+{
+	if (self->mthp[0])
+		sr_write_str(MTHP_DIR "enabled", self->mthp);
+	if (self->pmd[0])
+		sr_write_str(self->pmd_path, self->pmd);
 }
 
 /*
- * Make sure a huge page is free.  nr_hugepages counts surplus pages too,
- * and a page a previous test's target still holds (it dies asynchronously)
- * is surplus if that test lowered the pool meanwhile: so the pool size to
- * restore is nr_hugepages - surplus_hugepages.  Raising nr_hugepages to
- * nr + 1 turns surplus pages into pool pages and adds one.
+ * Run workload "mthp" with @op, and expect the change @want.  The step
+ * that faults the region in must get MTHP_FOLIOS folios of 64 KiB (the
+ * kernel's anon_fault_alloc), none falling back to smaller ones, or the
+ * test skips.
  */
-FIXTURE_SETUP(hugetlb)
+static void mthp_expect(struct __test_metadata *_metadata, struct sr_target *t,
+			int op, const long long *want)
 {
-	long nr, surplus;
+	long alloc[2] = { 0, 0 }, fallback[2] = { 0, 0 };
+	struct sr_rollup before, after;
+	int step, i, ret = 0;
 
-	self->t.pid = -1;
-	self->restore_nr = -1;
-	self->hp_kb = sr_meminfo_kb("Hugepagesize:");
-	if (self->hp_kb <= 0)
-		SKIP(return, "no hugetlb support (CONFIG_HUGETLBFS)");
-	snprintf(self->nr_path, sizeof(self->nr_path), HP_DIR, self->hp_kb,
-		 "nr_hugepages");
-	if (hp_read(self->hp_kb, "free_hugepages") >= 1)
-		return;
-	nr = hp_read(self->hp_kb, "nr_hugepages");
-	surplus = hp_read(self->hp_kb, "surplus_hugepages");
-	ASSERT_LE(0, nr);
-	ASSERT_LE(0, surplus);
-	if (sr_write_long(self->nr_path, nr + 1))
-		SKIP(return, "no free %ld kB huge page, and cannot add one (needs root)",
-		     self->hp_kb);
-	self->restore_nr = nr - surplus;
-	if (hp_read(self->hp_kb, "free_hugepages") < 1) {
-		sr_write_long(self->nr_path, self->restore_nr);
-		self->restore_nr = -1;
-		SKIP(return, "the kernel could not allocate a %ld kB huge page",
-		     self->hp_kb);
+	sr_assert_start(_metadata, t, "mthp", op);
+	for (step = 1; step <= 2; step++) {
+		for (i = 0; i < 2; i++) {
+			ASSERT_EQ(0, sr_read_long(MTHP_DIR "stats/anon_fault_alloc",
+						  &alloc[i]));
+			ASSERT_EQ(0, sr_read_long(MTHP_DIR "stats/anon_fault_fallback",
+						  &fallback[i]));
+			if (!i)
+				ret = sr_target_step(t, step, NULL);
+		}
+		ASSERT_EQ(0, ret) TH_LOG("target step %d: %s", step, strerror(-ret));
+		if (step == (op == MTHP_WRITTEN ? 2 : 1) &&
+		    (alloc[1] - alloc[0] < (long)MTHP_FOLIOS || fallback[1] > fallback[0]))
+			SKIP(return,
+			     "%ld folios of 64 KiB allocated for %lu, %ld fell back to smaller ones (memory fragmented?)",
+			     alloc[1] - alloc[0], MTHP_FOLIOS, fallback[1] - fallback[0]);
+		sr_assert_read(_metadata, t->pid, step == 1 ? &before : &after);
 	}
+	EXPECT_EQ(0, sr_rollup_consistent(&after)) TH_LOG("%s", sr_error);
+	sr_expect_delta(_metadata, &before, &after, want);
+	sr_expect_rollup_is_smaps_sum(_metadata, t->pid);
 }
 
-FIXTURE_TEARDOWN_PARENT(hugetlb)
-{
-	if (self->restore_nr >= 0)
-		sr_write_long(self->nr_path, self->restore_nr);
-}
-
-TEST_F(hugetlb, private_counts_private_hugetlb_not_rss)
+TEST_F(mthp, written_folios_count_as_private_pages)
 {
 	long long want[SR_NR_FIELDS];
-	struct sr_rollup before, after;
 
-	sr_assert_two_steps(_metadata, &self->t, "hugetlb_private",
-			    self->hp_kb << 10, &before, &after);
-
-	sr_delta_init(want);
-	want[SR_REFERENCED] = 0;
-	want[SR_PRIVATE_HUGETLB] = self->hp_kb;
-	sr_expect_delta(_metadata, &before, &after, want);
+	sr_want_private_anon(want, MTHP_KB);
+	want[SR_REFERENCED] = MTHP_KB;
+	mthp_expect(_metadata, &self->t, MTHP_WRITTEN, want);
 }
 
-TEST_F(hugetlb, shared_with_child_counts_shared_hugetlb)
+/* Shared with a child, folios count half; once it unmapped them, whole. */
+TEST_F(mthp, folios_shared_with_a_child_count_half)
 {
 	long long want[SR_NR_FIELDS];
-	struct sr_rollup before, after;
 
-	/* Written, a helper forked; then the helper maps it too. */
-	sr_assert_two_steps(_metadata, &self->t, "hugetlb_shared",
-			    self->hp_kb << 10, &before, &after);
+	sr_want_anon_unshared(want, MTHP_KB);
+	mthp_expect(_metadata, &self->t, MTHP_CHILD_UNMAPS, want);
+}
+
+TEST_F(mthp, half_unmapped_folios_count_their_mapped_half)
+{
+	long long want[SR_NR_FIELDS];
+
+	sr_want_private_anon(want, -MTHP_KB / 2);
+	mthp_expect(_metadata, &self->t, MTHP_HALF_UNMAPPED, want);
+}
+
+/* Each folio is half in one VMA, half in the next: nothing changes. */
+TEST_F(mthp, folios_split_by_mprotect_count_once)
+{
+	long long want[SR_NR_FIELDS];
 
 	sr_delta_init(want);
-	want[SR_REFERENCED] = 0;
-	want[SR_PRIVATE_HUGETLB] = -self->hp_kb;
-	want[SR_SHARED_HUGETLB] = self->hp_kb;
-	sr_expect_delta(_metadata, &before, &after, want);
-	EXPECT_EQ(self->hp_kb, after.kb[SR_SHARED_HUGETLB]);
-	EXPECT_EQ(0, after.kb[SR_PRIVATE_HUGETLB]);
+	mthp_expect(_metadata, &self->t, MTHP_HALF_PROTECTED, want);
+}
+
+/* Two folios are each half here, half moved away: nothing changes. */
+TEST_F(mthp, folios_split_by_mremap_count_once)
+{
+	long long want[SR_NR_FIELDS];
+
+	sr_delta_init(want);
+	mthp_expect(_metadata, &self->t, MTHP_HALF_MOVED, want);
+}
+
+/* The kernel splits each folio to page out its lower half. */
+TEST_F(mthp, half_paged_out_folios_count_swap_exactly)
+{
+	long long want[SR_NR_FIELDS];
+
+	if (swap_short(MTHP_KB))
+		SKIP(return, "less than %lld kB of swap free (swapon a zram device)",
+		     2 * MTHP_KB);
+	sr_want_private_anon(want, -MTHP_KB / 2);
+	want[SR_SWAP] = MTHP_KB / 2;
+	want[SR_SWAP_PSS] = MTHP_KB / 2;
+	mthp_expect(_metadata, &self->t, MTHP_HALF_PAGED_OUT, want);
 }
 
 TEST_HARNESS_MAIN

@@ -1,41 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Helpers shared by the smaps_rollup-*.c selftests.
+ * Helpers of the smaps_rollup-*.c selftests (the format: smaps_rollup_format.h).
  *
- * Parsing: smaps_rollup_format.h.  Seeing where a read stopped and
- * restarted: smaps_rollup_trace.h.  Readers racing a target that churns its
- * address space: smaps_rollup_race.h.
- *
- * Targets.  Exact expectations need a process whose memory nothing else
- * touches.  A forked child is not enough: every page it shares with its
- * parent changes Pss whenever the parent breaks copy-on-write.  A target is
- * therefore this test binary executed afresh with SMAPS_ROLLUP_TARGET in its
- * environment; a constructor sees the variable before the harness starts
- * and runs the named workload instead of the tests.  It executes a private
- * copy of the binary in a memfd, so that no other process (a previous
- * test's target still exiting, say) maps its text and changes its Pss.  The
- * target first "settles": it grows its stack, unmaps [vdso] (whose pages
- * every process on the system maps, so their Pss drifts), and populates
- * every mapping it has, so that running further code faults in nothing.
- * The test then drives the workload one step at a time over a pipe and
- * reads smaps_rollup between steps; nothing runs in the target between two
- * steps.
- *
- * Targets run with PR_SET_THP_DISABLE unless their workload wants THP, so
- * that khugepaged cannot collapse a range behind a test's back.
- *
- * Helpers.  A target may fork a helper that shares some memory with it.  The
- * helper settles too: writing every private page breaks copy-on-write, so
- * the target keeps its private pages private.
- *
- * Cleanup.  Targets and helpers die with the process that started them
- * (PR_SET_PDEATHSIG, and EOF on their command pipe), so tests never kill
- * them.  Fixtures that change system state (KSM, huge pages, sysctls, a
- * set-user-ID file) restore it in FIXTURE_TEARDOWN_PARENT(): after a failed
- * ASSERT_*() longjmp()s back into the harness's test wrapper, the wrapper's
- * local "child" is indeterminate and a teardown run in the child may be
- * skipped.  Such fixture data is shared with every fork of the test, so
- * never store a fork() result into it directly.
+ * A target is this test binary executed afresh from a private memfd copy
+ * (no other process maps its text) with SMAPS_ROLLUP_TARGET set, so that a
+ * constructor runs the named workload instead of the tests.  It settles
+ * first (grows its stack, unmaps [vdso], populates every mapping), then
+ * runs one workload step per byte it reads from its pipe, so that nothing
+ * runs in it between two reads of its smaps_rollup.  A helper it forks
+ * settles too.  Both die with their parent (PR_SET_PDEATHSIG, EOF).
  */
 #ifndef SELFTESTS_PROC_SMAPS_ROLLUP_H
 #define SELFTESTS_PROC_SMAPS_ROLLUP_H
@@ -43,11 +16,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/magic.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +28,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -107,103 +77,51 @@ static inline void sr_expect_delta(struct __test_metadata *_metadata,
 
 		if (want[f] == SR_ANY)
 			continue;
-		EXPECT_EQ(want[f], d) {
-			TH_LOG("%s changed by %lld kB (%llu -> %llu), expected %lld kB",
-			       sr_label[f], d, before->kb[f], after->kb[f],
-			       want[f]);
-		}
+		EXPECT_EQ(want[f], d)
+			TH_LOG("%s changed by %lld kB (%llu -> %llu)", sr_label[f],
+			       d, before->kb[f], after->kb[f]);
 	}
-}
-
-/*
- * Every field smaps has must sum to the rollup's value, within the rounding
- * sr_smaps_slack() allows, as must the header's range.
- */
-static inline void sr_expect_matches_smaps(struct __test_metadata *_metadata,
-					   const struct sr_rollup *r,
-					   const struct sr_smaps *s)
-{
-	int f;
-
-	for (f = 0; f < SR_NR_FIELDS; f++) {
-		unsigned long long slack = sr_smaps_slack(s, f);
-
-		if (!sr_field_in_smaps(f))
-			continue;
-		EXPECT_TRUE(r->kb[f] >= s->kb[f] && r->kb[f] - s->kb[f] <= slack) {
-			TH_LOG("%s rollup %llu kB, smaps sum %llu kB, %s 0..%llu kB",
-			       sr_label[f], r->kb[f], s->kb[f],
-			       "rounding allowed", slack);
-		}
-	}
-	EXPECT_EQ(s->start, r->start);
-	EXPECT_EQ(s->end, r->end);
 }
 
 /*
  * Read rollup, smaps, rollup, until the two rollups agree (the target did
- * not change meanwhile), then compare.
+ * not change meanwhile); then every field smaps has must sum to the
+ * rollup's value, within the rounding sr_smaps_slack() allows, as must the
+ * header's range.
  */
 static inline void sr_expect_rollup_is_smaps_sum(struct __test_metadata *_metadata,
 						 pid_t pid)
 {
 	struct sr_rollup r1, r2;
 	struct sr_smaps s;
-	int i;
+	int i, f;
 
 	for (i = 0; i < 10; i++) {
-		ASSERT_EQ(0, sr_read_rollup_stable(pid, &r1))
-			TH_LOG("%s", sr_error);
+		ASSERT_EQ(0, sr_read_rollup_stable(pid, &r1)) TH_LOG("%s", sr_error);
 		ASSERT_EQ(0, sr_sum_smaps(pid, &s));
-		ASSERT_EQ(0, sr_read_rollup_stable(pid, &r2))
-			TH_LOG("%s", sr_error);
+		ASSERT_EQ(0, sr_read_rollup_stable(pid, &r2)) TH_LOG("%s", sr_error);
 		if (!memcmp(&r1, &r2, sizeof(r1)))
 			break;
 	}
 	ASSERT_LT(i, 10) TH_LOG("target %d never held still", pid);
 	ASSERT_GT(s.nr_vmas, 0);
-	sr_expect_matches_smaps(_metadata, &r1, &s);
-}
-
-/* The value of @label in the smaps entry of the VMA starting at @addr. */
-static inline long long sr_smaps_vma_field(pid_t pid, unsigned long addr,
-					   const char *label)
-{
-	static char buf[1 << 20];
-	unsigned long start, end;
-	char path[64], *line, *nl, *stop;
-	bool in = false;
-	ssize_t n;
-
-	sr_path(path, sizeof(path), pid, "smaps");
-	n = sr_read_path(path, buf, sizeof(buf));
-	if (n < 0)
-		return n;
-	stop = buf + n;
-	for (line = buf; (nl = memchr(line, '\n', stop - line)); line = nl + 1) {
-		size_t l = strlen(label);
-		const char *q = line + l;
-
-		if (sr_is_vma_header(line, nl, &start, &end)) {
-			in = start == addr;
-			continue;
-		}
-		if (!in || (size_t)(nl - line) <= l || memcmp(line, label, l))
-			continue;
-		while (q < nl && *q == ' ')
-			q++;
-		return sr_parse_number(&q, nl, 10);
+	for (f = 0; f < SR_NR_FIELDS; f++) {
+		EXPECT_TRUE(!sr_field_in_smaps(f) ||
+			    (r1.kb[f] >= s.kb[f] &&
+			     r1.kb[f] - s.kb[f] <= sr_smaps_slack(&s, f)))
+			TH_LOG("%s rollup %llu kB, smaps sum %llu kB", sr_label[f],
+			       r1.kb[f], s.kb[f]);
 	}
-	return -ENOENT;
+	EXPECT_EQ(s.start, r1.start);
+	EXPECT_EQ(s.end, r1.end);
 }
 
 /* Read a number from a /proc or /sys file: 0 or -errno. */
 static inline int sr_read_long(const char *path, long *val)
 {
 	char buf[64];
-	ssize_t n;
+	ssize_t n = sr_read_path(path, buf, sizeof(buf) - 1);
 
-	n = sr_read_path(path, buf, sizeof(buf) - 1);
 	if (n < 0)
 		return n;
 	buf[n] = 0;
@@ -211,33 +129,17 @@ static inline int sr_read_long(const char *path, long *val)
 	return 0;
 }
 
-/* Write @str to a /proc, /sys or tracefs file in one write(): 0 or -errno. */
+/* Write @str to a /proc or /sys file in one write(): 0 or -errno. */
 static inline int sr_write_str(const char *path, const char *str)
 {
-	size_t len = strlen(str);
-	int fd, ret = 0;
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
 
-	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (write(fd, str, len) != (ssize_t)len)
+	if (write(fd, str, strlen(str)) != (ssize_t)strlen(str))
 		ret = -errno;
 	close(fd);
 	return ret;
-}
-
-/* The value of @key ("SwapFree:", say) in /proc/meminfo, or -1. */
-static inline long sr_meminfo_kb(const char *key)
-{
-	char buf[8192], *p;
-	ssize_t n;
-
-	n = sr_read_path("/proc/meminfo", buf, sizeof(buf) - 1);
-	if (n < 0)
-		return -1;
-	buf[n] = 0;
-	p = strstr(buf, key);
-	return p ? strtol(p + strlen(key), NULL, 10) : -1;
 }
 
 static inline int sr_write_long(const char *path, long val)
@@ -248,87 +150,19 @@ static inline int sr_write_long(const char *path, long val)
 	return sr_write_str(path, buf);
 }
 
-/* --- Settling a process: see the comment at the top. --- */
-
-struct sr_vma {
-	unsigned long start, end;
-	char perms[5];
-	unsigned long inode;
-	const char *name;	/* "" for anonymous */
-};
-
-/* A cursor over /proc/self/maps, read into a static buffer: no malloc. */
-struct sr_maps {
-	char *pos, *end;
-};
-
-static inline int sr_maps_read(struct sr_maps *m)
+/* The value of @key ("SwapFree:", say) in /proc/meminfo, or -1. */
+static inline long sr_meminfo_kb(const char *key)
 {
-	static char maps[1 << 16];
-	ssize_t n;
+	char buf[8192], *p;
+	ssize_t n = sr_read_path("/proc/meminfo", buf, sizeof(buf) - 1);
 
-	n = sr_read_path("/proc/self/maps", maps, sizeof(maps) - 1);
-	m->pos = maps;
-	m->end = maps + (n < 0 ? 0 : n);
-	return n < 0 ? n : 0;
-}
-
-static inline bool sr_maps_next(struct sr_maps *m, struct sr_vma *v)
-{
-	char *line, *nl;
-	int name;
-
-	while (m->pos < m->end && (nl = memchr(m->pos, '\n', m->end - m->pos))) {
-		line = m->pos;
-		m->pos = nl + 1;
-		*nl = 0;
-		name = 0;
-		memset(v, 0, sizeof(*v));
-		if (sscanf(line, "%lx-%lx %4s %*x %*x:%*x %lu %n", &v->start,
-			   &v->end, v->perms, &v->inode, &name) < 4)
-			continue;
-		v->name = name ? line + name : "";
-		return true;
-	}
-	return false;
+	buf[n < 0 ? 0 : n] = 0;
+	p = strstr(buf, key);
+	return p ? strtol(p + strlen(key), NULL, 10) : -1;
 }
 
 #define SR_SETTLE_UNMAP_VDSO	0x1	/* drop [vdso]: no clock_gettime() then */
 #define SR_SETTLE_THP		0x2	/* a target that may use THP */
-
-struct sr_settle_args {
-	unsigned long ex_start, ex_end;	/* leave this range alone */
-	int flags;
-};
-
-static inline void sr_settle_vma(const struct sr_vma *v,
-				 const struct sr_settle_args *a)
-{
-	unsigned long start = v->start, end = v->end;
-	int advice;
-
-	if (!strcmp(v->name, "[vdso]")) {
-		if (a->flags & SR_SETTLE_UNMAP_VDSO)
-			munmap((void *)start, end - start);
-		return;
-	}
-	if (v->perms[0] != 'r' ||
-	    (v->name[0] == '[' && strcmp(v->name, "[stack]") &&
-	     strcmp(v->name, "[heap]")))
-		return;
-	/* Writing a private page gives us our own copy of it. */
-	advice = v->perms[1] == 'w' && v->perms[3] == 'p' ?
-		 MADV_POPULATE_WRITE : MADV_POPULATE_READ;
-	if (a->ex_start < end && start < a->ex_end) {
-		if (a->ex_start > start)
-			madvise((void *)start, a->ex_start - start, advice);
-		if (a->ex_end >= end)
-			return;
-		start = a->ex_end;
-	}
-	/* Errors (a page past EOF, say) only leave a page unpopulated. */
-	madvise((void *)start, end - start, advice);
-}
 
 /* Fault in 256 KiB of stack, more than any later call chain needs. */
 static inline void sr_grow_stack(void)
@@ -336,22 +170,56 @@ static inline void sr_grow_stack(void)
 	char pad[256 << 10];
 
 	memset(pad, 0, sizeof(pad));
-	/* Keep the compiler from dropping the memset(). */
 	asm volatile("" : : "r"(pad) : "memory");
 }
 
+/* madvise() what lies in [@start, @end) but outside [@ex_start, @ex_end). */
+static inline void sr_populate(unsigned long start, unsigned long end,
+			       unsigned long ex_start, unsigned long ex_end,
+			       int advice)
+{
+	if (ex_start < end && start < ex_end) {
+		if (ex_start > start)
+			madvise((void *)start, ex_start - start, advice);
+		start = ex_end;
+	}
+	/* Errors (a page past EOF, say) only leave a page unpopulated. */
+	if (start < end)
+		madvise((void *)start, end - start, advice);
+}
+
+/*
+ * Populate every readable mapping but [@ex_start, @ex_end) and special
+ * ones; writing a private page gives us our own copy of it.
+ */
 static inline void sr_settle(unsigned long ex_start, unsigned long ex_end,
 			     int flags)
 {
-	struct sr_settle_args a = { ex_start, ex_end, flags };
-	struct sr_maps m;
-	struct sr_vma v;
+	static char maps[1 << 16];
+	unsigned long start, end;
+	char perms[5], *line, *nl, *name;
+	ssize_t n;
+	int off;
 
 	sr_grow_stack();
-	if (sr_maps_read(&m))
-		return;
-	while (sr_maps_next(&m, &v))
-		sr_settle_vma(&v, &a);
+	n = sr_read_path("/proc/self/maps", maps, sizeof(maps) - 1);
+	for (line = maps; n > 0 && (nl = memchr(line, '\n', maps + n - line));
+	     line = nl + 1) {
+		*nl = 0;
+		off = 0;
+		if (sscanf(line, "%lx-%lx %4s %*x %*x:%*x %*u %n", &start, &end,
+			   perms, &off) < 3)
+			continue;
+		name = off ? line + off : "";
+		if (!strcmp(name, "[vdso]") && (flags & SR_SETTLE_UNMAP_VDSO))
+			munmap((void *)start, end - start);
+		if (perms[0] != 'r' || (name[0] == '[' && strcmp(name, "[stack]") &&
+					strcmp(name, "[heap]")))
+			continue;
+		sr_populate(start, end, ex_start, ex_end,
+			    perms[1] == 'w' && perms[3] == 'p' ?
+			    MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+	}
 }
 
 /*
@@ -375,14 +243,11 @@ static inline int sr_thp_setting(const char *path, char *word, size_t size)
 	return 0;
 }
 
-/* --- Targets --- */
-
 #define SR_TARGET_ENV	"SMAPS_ROLLUP_TARGET"
 
 struct sr_workload {
 	const char *name;
-	/* Returns 0 or -errno; may store a value to pass back in *val. */
-	int (*step)(int step, long arg, unsigned long *val);
+	int (*step)(int step, long arg, unsigned long *val);	/* 0, -errno */
 	int settle_flags;
 };
 
@@ -417,42 +282,7 @@ static inline int sr_recv_status(int fd, unsigned long *val)
 	return -msg[0];
 }
 
-/*
- * A target killed by SIGSEGV or SIGBUS says where, and what was mapped
- * there, on stderr before it dies (nothing that allocates).
- */
-static inline void sr_target_fault(int sig, siginfo_t *si, void *uc)
-{
-	char buf[4096];
-	ssize_t n;
-	int fd;
-
-	n = snprintf(buf, sizeof(buf),
-		     "target %d: signal %d code %d at %p; its maps:\n",
-		     getpid(), sig, si->si_code, si->si_addr);
-	if (write(2, buf, n) < 0)
-		_exit(128 + sig);
-	fd = open("/proc/self/maps", O_RDONLY);
-	while (fd >= 0 && (n = read(fd, buf, sizeof(buf))) > 0)
-		if (write(2, buf, n) != n)
-			break;
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-static inline void sr_target_report_faults(void)
-{
-	struct sigaction sa = { .sa_sigaction = sr_target_fault,
-				.sa_flags = SA_SIGINFO | SA_RESETHAND };
-
-	sigaction(SIGSEGV, &sa, NULL);
-	sigaction(SIGBUS, &sa, NULL);
-}
-
-/*
- * The target's main loop; called from the constructor SR_TARGET_MAIN makes
- * with the workloads, a table ending in an entry without a name.
- */
+/* The target's main loop; @w ends in an entry without a name. */
 static inline void sr_target_main(const struct sr_workload *w)
 {
 	const char *env = getenv(SR_TARGET_ENV);
@@ -473,7 +303,6 @@ static inline void sr_target_main(const struct sr_workload *w)
 	if (!w[i].name)
 		_exit(126);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	sr_target_report_faults();
 	/* Or khugepaged might collapse a range some day, adding to Rss. */
 	if (!(w[i].settle_flags & SR_SETTLE_THP))
 		prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
@@ -489,10 +318,7 @@ static inline void sr_target_main(const struct sr_workload *w)
 	_exit(0);
 }
 
-/*
- * Runs before the harness's constructors, so a target never registers or
- * runs tests.
- */
+/* Runs before the harness's constructors: a target runs no test. */
 #define SR_TARGET_MAIN(table)						\
 	static void __attribute__((constructor(101))) sr_target_ctor(void) \
 	{								\
@@ -517,40 +343,32 @@ static inline int sr_exe_copy(void)
 	while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
 		if (write(out, buf, n) != n)
 			n = -1;
-	if (in < 0 || out < 0 || n < 0) {
-		if (out >= 0)
-			close(out);
-		out = -1;
-	}
 	if (in >= 0)
 		close(in);
+	if (out >= 0 && (in < 0 || n < 0)) {
+		close(out);
+		out = -1;
+	}
 	return out;
 }
 
 /*
- * Start workload @name with @arg, executing @exe (NULL: a private copy of
- * this binary); wait until it has settled.  Returns 0, or -errno (-EPIPE
- * if it died).
+ * Start workload @name with @arg, executing a private copy of this binary;
+ * wait until it has settled.  0, or -errno (-EPIPE if it died).
  */
-static inline int sr_target_start_exe(struct sr_target *t, const char *exe,
-				      const char *name, long arg)
+static inline int sr_target_start(struct sr_target *t, const char *name,
+				  long arg)
 {
 	char env[128], *envp[] = { env, NULL }, *argv[] = { (char *)name, NULL };
 	int cmd[2], ack[2], ret, copy;
 	pid_t pid;
 
 	t->pid = -1;
-	if (pipe2(cmd, O_CLOEXEC))
+	if (pipe2(cmd, O_CLOEXEC) || pipe2(ack, O_CLOEXEC))
 		return -errno;
-	if (pipe2(ack, O_CLOEXEC)) {
-		ret = -errno;
-		close(cmd[0]);
-		close(cmd[1]);
-		return ret;
-	}
 	snprintf(env, sizeof(env), "%s=%s,%d,%d,%ld", SR_TARGET_ENV, name,
 		 cmd[0], ack[1], arg);
-	copy = exe ? -1 : sr_exe_copy();
+	copy = sr_exe_copy();
 	/* Not t->pid = fork(): *t may be shared with the child. */
 	pid = fork();
 	if (pid == 0) {
@@ -559,7 +377,7 @@ static inline int sr_target_start_exe(struct sr_target *t, const char *exe,
 		if (copy >= 0)
 			fexecve(copy, argv, envp);
 		/* No copy, or vm.memfd_noexec forbids running it. */
-		execve(exe ? exe : "/proc/self/exe", argv, envp);
+		execve("/proc/self/exe", argv, envp);
 		_exit(127);
 	}
 	t->pid = pid;
@@ -575,12 +393,6 @@ static inline int sr_target_start_exe(struct sr_target *t, const char *exe,
 	return ret;
 }
 
-static inline int sr_target_start(struct sr_target *t, const char *name,
-				  long arg)
-{
-	return sr_target_start_exe(t, NULL, name, arg);
-}
-
 /* Run step @step: 0 or -errno, -EPIPE if the target died. */
 static inline int sr_target_step(struct sr_target *t, int step,
 				 unsigned long *val)
@@ -592,31 +404,14 @@ static inline int sr_target_step(struct sr_target *t, int step,
 	return sr_recv_status(t->ack, val);
 }
 
-/* Let the target exit; returns its wait status. */
-static inline int sr_target_stop(struct sr_target *t)
-{
-	int status = -1;
-
-	if (t->pid <= 0)
-		return -1;
-	close(t->cmd);
-	close(t->ack);
-	waitpid(t->pid, &status, 0);
-	t->pid = -1;
-	return status;
-}
-
-/* --- Helpers a target forks --- */
-
 struct sr_helper {
 	pid_t pid;
 	int cmd, ack;
 };
 
 /*
- * Fork a helper that settles, leaving [@ex_start, @ex_end) alone, and then
- * runs @op (returning 0 or -errno) for each command byte it gets.
- * Returns 0 or -errno.
+ * Fork a helper that settles, leaving [@ex_start, @ex_end) alone, then
+ * runs @op (0 or -errno) for each command byte it gets.  0 or -errno.
  */
 static inline int sr_helper_start(struct sr_helper *h, unsigned long ex_start,
 				  unsigned long ex_end, int (*op)(int cmd))
@@ -685,19 +480,16 @@ static inline int sr_mmap(void **addr, size_t len, int prot, int flags, int fd)
 }
 
 /*
- * Pin the calling thread to one of its CPUs, saving its mask in @old (if
- * not NULL): reclaim batches pages per CPU, and madvise() drains only the
- * batches of the CPU it runs on.  0 or -errno.
+ * Pin the calling thread to one of its CPUs: reclaim batches pages per
+ * CPU, and madvise() drains only the batches of the CPU it runs on.
  */
-static inline int sr_pin_to_one_cpu(cpu_set_t *old)
+static inline int sr_pin_to_one_cpu(void)
 {
 	cpu_set_t set;
 	int cpu;
 
 	if (sched_getaffinity(0, sizeof(set), &set))
 		return -errno;
-	if (old)
-		*old = set;
 	for (cpu = 0; cpu < CPU_SETSIZE - 1 && !CPU_ISSET(cpu, &set); cpu++)
 		;
 	CPU_ZERO(&set);
@@ -716,16 +508,13 @@ static inline void sr_fill_distinct(char *p, size_t len)
 	}
 }
 
-/* How often sr_page_out() asks reclaim for what it left in memory. */
 #define SR_PAGEOUT_TRIES	8
 
 /*
  * MADV_PAGEOUT @len bytes at @p until mincore() finds none of its pages in
  * memory, SR_PAGEOUT_TRIES times at most: reclaim may leave a folio it
- * could not isolate or lock, or unmap one it could not write out.  Each page
- * left is read, so that the next MADV_PAGEOUT finds it mapped.  Allocates
- * nothing: the target's Rss must not change.  0, -errno, or -EBUSY after
- * saying how much is left.
+ * could not isolate.  Each page left is read, so that the next MADV_PAGEOUT
+ * finds it mapped.  0, -errno, or -EBUSY after saying how much is left.
  */
 static inline int sr_page_out(char *p, size_t len)
 {
@@ -758,20 +547,6 @@ static inline int sr_page_out(char *p, size_t len)
 	return -EBUSY;
 }
 
-/* Write the @pages pages at @p, then make every other one read-only. */
-static inline int sr_write_and_split(char *p, long pages)
-{
-	size_t page = getpagesize(), i;
-
-	sr_touch(p, pages * page, 1);
-	for (i = 1; i < (size_t)pages; i += 2)
-		if (mprotect(p + i * page, page, PROT_READ))
-			return -errno;
-	return 0;
-}
-
-/* --- Helpers of the totals tests (smaps_rollup-totals*.c) --- */
-
 /* Keep khugepaged and THP faults out of 4 kB-page workloads: 0 or -errno. */
 static inline int sr_nohuge(void *addr, size_t len)
 {
@@ -787,110 +562,40 @@ static inline int sr_map_anon(char **addr, size_t len, int flags)
 	return ret ?: sr_nohuge(*addr, len);
 }
 
-/*
- * mlock(), raising RLIMIT_MEMLOCK to its hard limit if that helps: 0 or
- * -errno (ENOMEM or EPERM for a limit too low without CAP_IPC_LOCK).
- */
+/* mlock(), raising RLIMIT_MEMLOCK first if we may: 0 or -errno. */
 static inline int sr_lock_range(void *addr, size_t len)
 {
-	struct rlimit rl;
-	int err;
+	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
 
-	if (!mlock(addr, len))
-		return 0;
-	err = errno;
-	if ((err != ENOMEM && err != EPERM) || getrlimit(RLIMIT_MEMLOCK, &rl) ||
-	    rl.rlim_cur == rl.rlim_max)
-		return -err;
-	rl.rlim_cur = rl.rlim_max;
-	if (setrlimit(RLIMIT_MEMLOCK, &rl))
-		return -err;
+	setrlimit(RLIMIT_MEMLOCK, &rl);
 	return mlock(addr, len) ? -errno : 0;
 }
 
-/* Write a pattern (non-zero, so no zero-page tricks) of @size bytes. */
-static inline int sr_fill_file(int fd, size_t size)
-{
-	char buf[4096];
-	size_t done;
-
-	memset(buf, 0x33, sizeof(buf));
-	for (done = 0; done < size; done += sizeof(buf))
-		if (write(fd, buf, sizeof(buf)) != sizeof(buf))
-			return -1;
-	fsync(fd);
-	return 0;
-}
-
 /*
- * An unlinked file of @size bytes in @dir, if @dir is (@tmpfs) or is not
- * (!@tmpfs) a tmpfs.  A tmpfs file is left sparse, others are written.
+ * An unlinked file of @size written bytes on a new ramfs mount, in a mount
+ * namespace of our own: page cache that is not shmem, and that no one else
+ * maps.  An fd, or -1 (mounting needs root).
  */
-static inline int sr_file_in(const char *dir, bool tmpfs, size_t size)
+static inline int sr_ramfs_file(size_t size)
 {
-	char path[PATH_MAX];
-	struct statfs sfs;
-	bool is_tmpfs;
-	int fd;
+	char dir[] = "/tmp/smaps_rollup.XXXXXX", path[64], buf[4096];
+	size_t done = 0;
+	int fd = -1;
 
-	if (!dir || statfs(dir, &sfs))
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    !mkdtemp(dir))
 		return -1;
-	is_tmpfs = sfs.f_type == TMPFS_MAGIC;
-	if (is_tmpfs != tmpfs)
-		return -1;
-	snprintf(path, sizeof(path), "%s/smaps_rollup.XXXXXX", dir);
-	fd = mkstemp(path);
-	if (fd < 0)
-		return -1;
-	unlink(path);
-	if (tmpfs ? ftruncate(fd, size) : sr_fill_file(fd, size)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/*
- * A file of @size bytes that only we map: on tmpfs if @tmpfs, else page
- * cache that is not shmem (a disk file system, or ramfs).  Looks in the
- * usual places, then (as root) mounts a private tmpfs or ramfs.  Returns
- * an fd (not close-on-exec) or -1.
- */
-static inline int sr_open_private_file(bool tmpfs, size_t size,
-				       const char **where)
-{
-	static const char *const dirs[] = { "/dev/shm", "/tmp", "/var/tmp" };
-	char dir[] = "/tmp/smaps_rollup.XXXXXX";
-	size_t i;
-	int fd;
-
-	*where = getenv("TMPDIR");
-	fd = sr_file_in(*where, tmpfs, size);
-	for (i = 0; fd < 0 && i < ARRAY_SIZE(dirs); i++) {
-		*where = dirs[i];
-		fd = sr_file_in(*where, tmpfs, size);
-	}
-	if (fd >= 0)
-		return fd;
-	/* The mount lives in this test's own mount namespace. */
-	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
-		return -1;
-	if (!mkdtemp(dir))
-		return -1;
-	*where = tmpfs ? "a new tmpfs mount" : "a new ramfs mount";
-	fd = -1;
-	if (!mount("none", dir, tmpfs ? "tmpfs" : "ramfs", 0, NULL)) {
-		fd = sr_file_in(dir, tmpfs, size);
+	if (!mount("none", dir, "ramfs", 0, NULL)) {
+		snprintf(path, sizeof(path), "%s/file", dir);
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+		unlink(path);
 		umount2(dir, MNT_DETACH);
 	}
 	rmdir(dir);
-	return fd;
-}
-
-/* A target step that failed because mlock() was refused. */
-static inline bool sr_mlock_refused(int ret)
-{
-	return ret == -EPERM || ret == -ENOMEM || ret == -EAGAIN;
+	memset(buf, 0x33, sizeof(buf));
+	while (fd >= 0 && done < size && write(fd, buf, sizeof(buf)) == sizeof(buf))
+		done += sizeof(buf);
+	return done == size ? fd : -1;
 }
 
 static inline void sr_assert_start(struct __test_metadata *_metadata,
@@ -916,26 +621,7 @@ static inline void sr_assert_read(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, sr_read_rollup_stable(pid, r)) TH_LOG("%s", sr_error);
 }
 
-/*
- * Start workload @name with @arg and run its step 1, read @before, run its
- * step 2, and read @after.
- */
-static inline void sr_assert_two_steps(struct __test_metadata *_metadata,
-				       struct sr_target *t, const char *name,
-				       long arg, struct sr_rollup *before,
-				       struct sr_rollup *after)
-{
-	sr_assert_start(_metadata, t, name, arg);
-	sr_assert_step(_metadata, t, 1, NULL);
-	sr_assert_read(_metadata, t->pid, before);
-	sr_assert_step(_metadata, t, 2, NULL);
-	sr_assert_read(_metadata, t->pid, after);
-}
-
-/*
- * The change of every field that writing @kb of private anonymous memory
- * makes (or, with @kb < 0, that unmapping it makes): only that.
- */
+/* The change that writing (@kb < 0: unmapping) @kb of private anon makes. */
 static inline void sr_want_private_anon(long long *want, long long kb)
 {
 	sr_delta_init(want);
@@ -947,11 +633,7 @@ static inline void sr_want_private_anon(long long *want, long long kb)
 	want[SR_ANONYMOUS] = kb;
 }
 
-/*
- * The change of every field that @kb of dirty shmem, which the target
- * alone maps, makes when the target maps it (or, with @kb < 0, when it is
- * paged out): only that.
- */
+/* The change that @kb of dirty shmem mapped by the target alone makes. */
 static inline void sr_want_private_shmem(long long *want, long long kb)
 {
 	sr_delta_init(want);
@@ -962,11 +644,7 @@ static inline void sr_want_private_shmem(long long *want, long long kb)
 	want[SR_PRIVATE_DIRTY] = kb;
 }
 
-/*
- * The change when @kb of dirty anonymous memory that the target shared
- * with one other task is its alone again (the other copied or unmapped
- * it): it turns private, and its Pss doubles.
- */
+/* The change when @kb of dirty anon shared with one task is ours alone. */
 static inline void sr_want_anon_unshared(long long *want, long long kb)
 {
 	sr_delta_init(want);

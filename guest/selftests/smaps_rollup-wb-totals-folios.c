@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
+ * Workbench (guest/selftests/, not sent): the cases that the series'
+ * smaps_rollup-totals.c does not carry.
+ *
  * /proc/PID/smaps_rollup totals of memory that is not one 4 kB page mapped
  * where it was written: PMD-sized THPs, 64 KiB folios (mTHP) mapped by
  * runs of PTEs and torn apart in every way, pages merged by KSM, and
  * anonymous and shmem pages paged out to swap.  Each moves exactly the
  * fields it should by exactly the amount a workload makes it.  Memory of
- * 4 kB pages: smaps_rollup-totals.c.
+ * 4 kB pages: smaps_rollup-wb-totals.c.
  *
  * Each test starts a target (see smaps_rollup.h), reads smaps_rollup
  * before and after one workload step, and checks the change of every
@@ -16,7 +19,7 @@
 #endif
 #include <time.h>
 
-#include "smaps_rollup.h"
+#include "smaps_rollup_wb.h"
 
 #define MIB		(1024UL * 1024)
 #define REGION		MIB		/* most workloads' region */
@@ -83,7 +86,7 @@ static int pageout_step(int step, long arg, unsigned long *val)
 
 	if (step == 2)
 		return sr_page_out(region, REGION);
-	ret = sr_pin_to_one_cpu(NULL);
+	ret = sr_pin_to_one_cpu();
 	if (!ret && arg < 0)
 		ret = sr_map_anon(&region, REGION, MAP_PRIVATE);
 	else if (!ret)
@@ -109,7 +112,7 @@ static int pageout_three_step(int step, long arg, unsigned long *val)
 		}
 		return 0;
 	}
-	ret = sr_pin_to_one_cpu(NULL) ?: sr_map_anon(&swapped[0], REGION, MAP_PRIVATE);
+	ret = sr_pin_to_one_cpu() ?: sr_map_anon(&swapped[0], REGION, MAP_PRIVATE);
 	for (i = 1; !ret && i < 3; i++) {
 		fd = memfd_create("smaps_rollup-swap", 0);
 		if (fd < 0 || ftruncate(fd, REGION))
@@ -187,7 +190,7 @@ static int mthp_map(long op)
 	int ret;
 
 	ret = (op == MTHP_HALF_PAGED_OUT || op == MTHP_FREED ?
-	       sr_pin_to_one_cpu(NULL) : 0) ?:
+	       sr_pin_to_one_cpu() : 0) ?:
 	      sr_mmap((void **)&region, MTHP_REGION + MTHP,
 		      PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1);
 	if (ret)
@@ -287,53 +290,6 @@ static const struct sr_workload workloads[] = {
 };
 
 SR_TARGET_MAIN(workloads)
-
-/* --- PMD-sized THP --- */
-
-FIXTURE(rollup) {
-	struct sr_target t;
-};
-
-FIXTURE_SETUP(rollup)
-{
-	self->t.pid = -1;
-}
-
-FIXTURE_TEARDOWN(rollup)
-{
-}
-
-TEST_F(rollup, thp_counts_anon_huge_pages)
-{
-	long long want[SR_NR_FIELDS], pmd_kb, huge;
-	struct sr_rollup before, after;
-	unsigned long addr;
-	char buf[256];
-	long pmd = 0;
-
-	if (sr_read_path("/sys/kernel/mm/transparent_hugepage/enabled", buf,
-			 sizeof(buf)) < 0)
-		SKIP(return, "no transparent huge pages (CONFIG_TRANSPARENT_HUGEPAGE)");
-	if (strstr(buf, "[never]"))
-		SKIP(return, "transparent huge pages are disabled (enabled: never)");
-	ASSERT_EQ(0, sr_read_long("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size",
-				  &pmd));
-	pmd_kb = SR_KB(pmd);
-
-	sr_assert_start(_metadata, &self->t, "thp", pmd);
-	sr_assert_step(_metadata, &self->t, 1, &addr);
-	sr_assert_read(_metadata, self->t.pid, &before);
-	sr_assert_step(_metadata, &self->t, 2, NULL);
-	sr_assert_read(_metadata, self->t.pid, &after);
-	huge = sr_smaps_vma_field(self->t.pid, addr, "AnonHugePages:");
-	ASSERT_LE(0, huge);
-	if (!huge)
-		SKIP(return, "the kernel found no free huge page (fragmented memory?)");
-
-	sr_want_private_anon(want, pmd_kb);
-	want[SR_ANON_HUGE_PAGES] = pmd_kb;
-	sr_expect_delta(_metadata, &before, &after, want);
-}
 
 /* --- KSM --- */
 
@@ -463,37 +419,6 @@ FIXTURE_SETUP(swap)
 
 FIXTURE_TEARDOWN(swap)
 {
-}
-
-TEST_F(swap, pageout_anon_counts_swap_and_swap_pss)
-{
-	long long want[SR_NR_FIELDS];
-	struct sr_rollup before, after;
-
-	sr_assert_two_steps(_metadata, &self->t, "pageout", -1,
-			    &before, &after);
-
-	sr_want_private_anon(want, -REGION_KB);
-	want[SR_SWAP] = REGION_KB;
-	want[SR_SWAP_PSS] = REGION_KB;
-	sr_expect_delta(_metadata, &before, &after, want);
-}
-
-/* Stock adds a shmem object's swapped pages to Swap but never to SwapPss. */
-TEST_F(swap, pageout_shmem_counts_swap_not_swap_pss)
-{
-	long long want[SR_NR_FIELDS];
-	struct sr_rollup before, after;
-
-	self->memfd = memfd_create("smaps_rollup-swap", 0);
-	ASSERT_LE(0, self->memfd);
-	ASSERT_EQ(0, ftruncate(self->memfd, REGION));
-	sr_assert_two_steps(_metadata, &self->t, "pageout", self->memfd,
-			    &before, &after);
-
-	sr_want_private_shmem(want, -REGION_KB);
-	want[SR_SWAP] = REGION_KB;
-	sr_expect_delta(_metadata, &before, &after, want);
 }
 
 /*
@@ -650,27 +575,6 @@ static void mthp_expect(struct __test_metadata *_metadata, struct sr_target *t,
 	sr_expect_delta(_metadata, &before, &after, want);
 }
 
-TEST_F(mthp, written_folios_count_as_private_pages)
-{
-	long long want[SR_NR_FIELDS];
-
-	sr_want_private_anon(want, MTHP_KB);
-	want[SR_REFERENCED] = MTHP_KB;
-	mthp_expect(_metadata, &self->t, MTHP_WRITTEN, want);
-}
-
-/*
- * Shared with a child, the folios count half; once the child has unmapped
- * them, in full.
- */
-TEST_F(mthp, folios_shared_with_a_child_count_half)
-{
-	long long want[SR_NR_FIELDS];
-
-	sr_want_anon_unshared(want, MTHP_KB);
-	mthp_expect(_metadata, &self->t, MTHP_CHILD_UNMAPS, want);
-}
-
 /*
  * The child copies one page of each folio: that page of the target's folio
  * is the target's alone, its other 15 still shared.
@@ -696,46 +600,6 @@ TEST_F(mthp, a_page_shared_amid_private_ones_counts_half)
 
 	sr_want_anon_unshared(want, MTHP_KB - kb);
 	mthp_expect(_metadata, &self->t, MTHP_CHILD_KEEPS_ONE, want);
-}
-
-TEST_F(mthp, half_unmapped_folios_count_their_mapped_half)
-{
-	long long want[SR_NR_FIELDS];
-
-	sr_want_private_anon(want, -MTHP_KB / 2);
-	mthp_expect(_metadata, &self->t, MTHP_HALF_UNMAPPED, want);
-}
-
-/* Each folio is half in one VMA, half in the next: nothing changes. */
-TEST_F(mthp, folios_split_by_mprotect_count_once)
-{
-	long long want[SR_NR_FIELDS];
-
-	sr_delta_init(want);
-	mthp_expect(_metadata, &self->t, MTHP_HALF_PROTECTED, want);
-}
-
-/* Two folios are each half here, half moved away: nothing changes. */
-TEST_F(mthp, folios_split_by_mremap_count_once)
-{
-	long long want[SR_NR_FIELDS];
-
-	sr_delta_init(want);
-	mthp_expect(_metadata, &self->t, MTHP_HALF_MOVED, want);
-}
-
-/* The kernel splits each folio to page out its lower half. */
-TEST_F(mthp, half_paged_out_folios_count_swap_exactly)
-{
-	long long want[SR_NR_FIELDS];
-
-	if (sr_meminfo_kb("SwapFree:") < 2 * MTHP_KB)
-		SKIP(return, "less than %lld kB of swap free (swapon a zram device)",
-		     2 * MTHP_KB);
-	sr_want_private_anon(want, -MTHP_KB / 2);
-	want[SR_SWAP] = MTHP_KB / 2;
-	want[SR_SWAP_PSS] = MTHP_KB / 2;
-	mthp_expect(_metadata, &self->t, MTHP_HALF_PAGED_OUT, want);
 }
 
 TEST_F(mthp, freed_folios_count_lazyfree)

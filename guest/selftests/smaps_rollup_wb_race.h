@@ -22,19 +22,12 @@
  * depends on how much CPU time the emulator or the host gives a test, and
  * the harness's timeout is only there to catch a hang.
  *
- * A read that never stopped within a VMA proves little, and its output
- * cannot tell.  So the reader traces its own stops and restarts
- * (smaps_rollup_trace.h): a read() counts as resumed if it stopped in the
- * churn's walked region (anywhere, for the churns without one).  By
- * default, a test whose churn has a walked region fails if no read()
- * stopped in it; the others skip, saying why, if none stopped; and every
- * test that passed skips, saying why, when the stop event is not available
- * (a kernel without it, or without CONFIG_TRACING).  A reader with
- * trace_optional set only reports what it saw: its test's verdict does not
- * depend on tracing.
+ * Workbench only (guest/selftests/, not sent): v6 reads each VMA under its
+ * per-VMA lock and has no trace events, so nothing here traces where a
+ * read stopped.
  */
-#ifndef SELFTESTS_PROC_SMAPS_ROLLUP_RACE_H
-#define SELFTESTS_PROC_SMAPS_ROLLUP_RACE_H
+#ifndef SMAPS_ROLLUP_WB_RACE_H
+#define SMAPS_ROLLUP_WB_RACE_H
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -44,11 +37,10 @@
 #include <sys/syscall.h>
 #include <time.h>
 
-#include "smaps_rollup.h"
-#include "smaps_rollup_trace.h"
+#include "smaps_rollup_wb.h"
 
-#define CHURN_MS	2000
-#define MIN_READS	10
+#define CHURN_MS	0	/* no time floor: the churn runs for MIN_READS reads */
+#define MIN_READS	200
 /*
  * The harness's timeout of a race test, in s: a guard against a hang, not
  * a bound on the kernel.  The slowest test took 31.6 s on a KCSAN kernel in
@@ -240,10 +232,7 @@ static inline int race_churn_step(const struct race_churn *c, int step,
 
 /* --- The test side --- */
 
-/*
- * The reading side: the file, a kept-open fd, how often it was read, and
- * how often and at what CPU cost the reads stopped within a VMA.
- */
+/* The reading side: the file, a kept-open fd, how often it was read. */
 struct race_reader {
 	char path[64];
 	int fd;			/* read with pread() at 0 */
@@ -251,26 +240,12 @@ struct race_reader {
 	unsigned long during;	/* reads while the churn ran */
 	unsigned long min_reads;	/* reads the churn runs for, at least */
 	long long churn_ms;	/* and ms */
-	/* While the churn ran, of the stops in its walked region, if any: */
-	unsigned long resumed;	/* read()s that stopped */
-	unsigned long held[SR_NR_HELD];	/* stops by what the walk held */
-	int most_stops;		/* the most one read() stopped */
-	unsigned long idle_stops;	/* stops while the churn did not run */
-	/* Passes restarted, anywhere, while the churn ran: */
-	unsigned long restarts;
-	unsigned long final_restarts;	/* of those, into a final pass */
-	unsigned long idle_restarts;	/* while the churn did not run */
 	long long since;	/* when the churn started, in ms; 0 before */
 	unsigned long region;	/* the churn's walked region, 0 if none */
-	bool forced;		/* reads must stop in it */
-	bool trace_optional;	/* the test only reports what it traced */
 	bool quiescent_sum;	/* compare with summed smaps once stopped */
 	bool asked;		/* the churn was asked to stop */
 	bool stopped;		/* and has reported its end */
 	unsigned long churn_val;	/* what step 2 returned then */
-	bool traced;		/* st counts the stops */
-	char why[256];		/* why not, if not */
-	struct sr_stop_trace st;
 	char buf[8192];
 };
 
@@ -281,48 +256,15 @@ static inline void race_reader_init(struct race_reader *rd)
 	rd->fd = -1;
 	rd->min_reads = MIN_READS;
 	rd->churn_ms = CHURN_MS;
-	sr_stop_trace_init(&rd->st);
 }
 
-/*
- * One read() (@off < 0) or pread() of smaps_rollup, which counts as resumed
- * if it stopped within a VMA (of the churn's walked region, if it has one)
- * while the churn ran.  Returns what read() does, -errno for an error.
- */
+/* One read() (@off < 0) or pread() of smaps_rollup: what read() does, -errno. */
 static inline ssize_t race_read_counted(struct race_reader *rd, int fd,
 					char *buf, size_t len, off_t off)
 {
-	struct sr_trace_counts c;
-	int stops, h;
-	ssize_t n;
+	ssize_t n = off < 0 ? read(fd, buf, len) : pread(fd, buf, len, off);
 
-	if (rd->traced)		/* forget the events before */
-		sr_stop_trace_count(&rd->st, NULL);
-	n = off < 0 ? read(fd, buf, len) : pread(fd, buf, len, off);
-	if (n < 0)
-		return -errno;
-	if (!rd->traced)
-		return n;
-	stops = sr_stop_trace_count(&rd->st, &c);
-	if (stops < 0) {
-		snprintf(rd->why, sizeof(rd->why), "reading trace_pipe: %s",
-			 strerror(-stops));
-		rd->traced = false;
-	} else if (!rd->since || rd->stopped) {
-		rd->idle_stops += stops;
-		rd->idle_restarts += c.restarts;
-	} else {
-		rd->restarts += c.restarts;
-		rd->final_restarts += c.final_restarts;
-		if (!stops)
-			return n;
-		rd->resumed++;
-		for (h = 0; h < SR_NR_HELD; h++)
-			rd->held[h] += c.held[h];
-		if (stops > rd->most_stops)
-			rd->most_stops = stops;
-	}
-	return n;
+	return n < 0 ? -errno : n;
 }
 
 /* read() from @fd until EOF in pieces of @chunk: the length, or -errno. */
@@ -383,9 +325,8 @@ static inline int race_read_once(struct __test_metadata *_metadata,
 
 /*
  * Start workload @name and run its step 1; open the fd, read the rollup
- * before the churn, and trace the stops of the reads: within the churn's
- * walked region, of @region_len bytes, if it has one.  Skips if the
- * workload needs THP and the kernel refuses MADV_COLLAPSE.
+ * before the churn.  Skips if the workload needs THP and the kernel
+ * refuses MADV_COLLAPSE.
  */
 static inline void race_set_up(struct __test_metadata *_metadata,
 			       struct sr_target *t, struct race_reader *rd,
@@ -406,11 +347,6 @@ static inline void race_set_up(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, sr_read_rollup_stable(t->pid, before))
 		TH_LOG("%s", sr_error);
 	rd->region = addr;
-	rd->forced = region_len != 0;
-	rd->traced = !sr_stop_trace_start(&rd->st, syscall(SYS_gettid),
-					  rd->why, sizeof(rd->why));
-	rd->st.lo = addr;
-	rd->st.hi = addr + region_len;
 }
 
 /* Step 2 runs the churn; its status comes when the churn is over. */
@@ -463,34 +399,15 @@ static inline bool race_churning(struct sr_target *t, struct race_reader *rd)
 	return race_churn_running(t);
 }
 
-/*
- * Let the target exit; then reads fail with ESRCH and nothing else.  A
- * test that passed so far fails if its churn has a walked region and no
- * read() stopped in it; it skips if it cannot tell, or if its churn has no
- * such region and no read() stopped within a VMA; but for a reader with
- * trace_optional set.
- */
+/* Let the target exit; then reads fail with ESRCH and nothing else. */
 static inline void race_finish(struct __test_metadata *_metadata,
 			       struct sr_target *t, struct race_reader *rd)
 {
-	unsigned long resumed = rd->resumed;
 	struct sr_rollup r;
 	siginfo_t info;
 	int ret;
 
 	TH_LOG("%lu reads during the churn", rd->during);
-	if (rd->traced) {
-		TH_LOG("%lu read()s stopped %s", resumed,
-		       rd->forced ? "in its walked region" : "within a VMA");
-		TH_LOG("stops: %lu keeping mmap_lock, %lu letting go of it",
-		       rd->held[SR_HELD_MMAP_LOCK], rd->held[SR_HELD_NONE]);
-		TH_LOG("at most %d stops in one read()", rd->most_stops);
-		if (rd->st.restarts)
-			TH_LOG("%lu passes restarted, %lu of them into a final pass",
-			       rd->restarts, rd->final_restarts);
-	} else if (rd->trace_optional) {
-		TH_LOG("stops and restarts not traced: %s", rd->why);
-	}
 	EXPECT_LE(rd->min_reads, rd->during);
 	race_stop_churn(_metadata, t, rd);
 	if (rd->quiescent_sum)
@@ -501,20 +418,6 @@ static inline void race_finish(struct __test_metadata *_metadata,
 		ret = race_read_once(_metadata, rd, &r);
 	} while (!ret);
 	EXPECT_EQ(-ESRCH, ret);
-	sr_stop_trace_stop(&rd->st);
-	if (_metadata->exit_code != KSFT_PASS || rd->trace_optional)
-		return;
-	if (!rd->traced)
-		SKIP(return, "cannot tell whether a read stopped within a VMA: %s",
-		     rd->why);
-	if (rd->forced) {
-		EXPECT_LT(0UL, resumed)
-			TH_LOG("no read() stopped in the churn's walked region, %s",
-			       "though the walk stops after every page table");
-	} else if (!resumed) {
-		SKIP(return, "no read() stopped within a VMA in %lu reads",
-		     rd->during);
-	}
 }
 
 /*
@@ -592,4 +495,4 @@ static inline void race_expect_fixed(struct __test_metadata *_metadata,
 	race_finish(_metadata, t, rd);
 }
 
-#endif /* SELFTESTS_PROC_SMAPS_ROLLUP_RACE_H */
+#endif /* SMAPS_ROLLUP_WB_RACE_H */
