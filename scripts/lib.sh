@@ -316,7 +316,9 @@ selftest_progs() {
 # build_selftests BRANCH TOP [REGEX]: export the selftests of BRANCH of
 # $KSRC to TOP and build the proc ones statically (export_selftests), then
 # record one result per program matching REGEX (selftest_build_results).
-# The programs that built are listed in TOP/progs.
+# The programs that built are listed in TOP/progs. For every branch but
+# stock, the workbench's own selftests (guest/selftests/*.c, never sent)
+# are built beside the series' (workbench_build).
 build_selftests() {
 	export_selftests "$1" "$2" && selftest_build_results "$@"
 }
@@ -340,6 +342,39 @@ export_selftests() {
 	fi
 	say "building $dir statically"
 	selftest_make "$dir" -k USERLDFLAGS=-static -j"$(nproc)" >&2 || true
+	[ "$branch" = stock ] || workbench_build "$top"
+}
+
+# WORKBENCH_SELFTESTS: the workbench's smaps_rollup selftests, kept out of
+# the series (guest/selftests/smaps_rollup-wb-*.c and their headers). Each
+# program's name starts with smaps_rollup-, so the plans pick it up.
+WORKBENCH_SELFTESTS=$REPO/guest/selftests
+
+# workbench_progs: the names of the workbench's selftest programs.
+workbench_progs() {
+	local src
+	for src in "$WORKBENCH_SELFTESTS"/*.c; do
+		[ -e "$src" ] || continue
+		src=${src##*/}
+		echo "${src%.c}"
+	done
+}
+
+# workbench_build TOP: compile each workbench selftest statically into the
+# proc selftests directory of the export in TOP, with the flags and include
+# paths of the proc Makefile (lib.mk's), so that its smaps_rollup.h and
+# kselftest_harness.h are the exported series' (log: DIR/NAME.build.log).
+workbench_build() {
+	local top=$1 dir name
+	dir=$(selftest_dir "$top")
+	while IFS= read -r name; do
+		rm -f "$dir/$name"
+		"${CC:-gcc}" -Wall -O2 -Wno-unused-function \
+			-isystem "$top/tools/include/uapi" -D_GNU_SOURCE= \
+			-I "$dir" -I "$WORKBENCH_SELFTESTS" -pthread -static \
+			-o "$dir/$name" "$WORKBENCH_SELFTESTS/$name.c" \
+			>"$dir/$name.build.log" 2>&1 || cat "$dir/$name.build.log" >&2
+	done < <(workbench_progs)
 }
 
 # selftest_build_results BRANCH TOP [REGEX]: one result per program of the
@@ -361,6 +396,17 @@ selftest_build_results() {
 		fi
 	done < <(selftest_progs "$dir" | grep -E "$only")
 	[ "$n" -gt 0 ] || result fail "selftests $branch" "the proc Makefile lists no program matching $only"
+	[ "$branch" != stock ] || return 0
+	# The workbench's, built by workbench_build beside them.
+	while IFS= read -r p; do
+		[[ $dir/$p =~ $only ]] || continue
+		if [ -x "$dir/$p" ]; then
+			result ok "build workbench/$p"
+			echo "$dir/$p" >>"$top/progs"
+		else
+			result fail "build workbench/$p" "see $dir/$p.build.log"
+		fi
+	done < <(workbench_progs)
 }
 
 # plan_programs PREFIX KIND TIMEOUT PROGS [REGEX]: the lines of a plan for
