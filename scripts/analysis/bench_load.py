@@ -14,6 +14,10 @@ suffixes of bench-invert's swap and UFFDIO_MOVE conditions and that of
 bench-moves' methods of a UFFDIO_MOVE mover are read from the bench
 programs' header, guest/bench/records.h; the preemption models from
 kernels/models.
+
+The load step (load -> compute -> write); cost_file reads another
+source's cost records (analyze.py --cost, icount.py). Also the names of the
+raw files' kernels, cells, conditions and methods, for the later steps.
 """
 import array
 import csv
@@ -74,6 +78,19 @@ MOVERS = ("mremap", "uffd")
 STALL_OPS_FIELDS = STALL_OPS["STALL_OPS_FIELDS"].split(",")
 if len(STALL_OPS_FIELDS) != int(STALL_OPS["STALL_OPS_WORDS"]):
     raise ValueError(f"{RECORDS_H}: STALL_OPS_FIELDS and STALL_OPS_WORDS differ")
+# The kernels of a run, in the tables' order.
+KERNELS = ("stock", "series")
+# The stock implementation beside the series in a bench-only kernel: a
+# cost method and a stall/inversion condition prefix (guest/bench/common.h).
+SAME_BOOT_STOCK = "rollup=smaps_rollup_stock"
+# bench-invert's condition suffixes, in the tables' order.
+INVERT_SUFFIXES = (INVERT_SWAP_SUFFIX, INVERT_MOVE_SUFFIX)
+# bench-stall's conditions, in the tables' order.
+STALL_CONDS = ("none", "status:1", "rollup:1", f"{SAME_BOOT_STOCK}:1",
+               "status:2", "rollup:2", f"{SAME_BOOT_STOCK}:2")
+# bench-moves' methods, in the report's order: the series' file (on the
+# stock kernel: stock's), stock's beside it, the status control.
+MOVES_METHODS = ("rollup", SAME_BOOT_STOCK, "status")
 BOOT_RE = (r"(?P<kernel>[A-Za-z0-9_]+?)(?:-(?P<model>" + "|".join(MODELS)
            + r"))?-r(?P<round>\d+)")
 TAG_RE = re.compile(r"(?P<kind>cost|stall|fleet|invert|moves)-" + BOOT_RE + r"\.csv$")
@@ -84,6 +101,39 @@ def model_of(tag):
     """The preemption model of a boot tag (series-full-r1: full)."""
     m = BOOT_TAG_RE.match(tag)
     return (m.group("model") if m else None) or DEFAULT_MODEL
+
+
+def rss_key(rss):
+    """RSS_MIB[LAYOUT] as bench-target takes it: (512, ''), (512, 'h')..."""
+    mib = rss.rstrip("hpusdamocf")
+    return int(mib), rss[len(mib):]
+
+
+def split_suffix(cond):
+    """(COND without its INVERT_SUFFIXES, those it had, as written):
+    rollup:1+swap gives (rollup:1, +swap), status:2+move (status:2, +move),
+    none+swap+move (none, +swap+move), rollup:1 (rollup:1, "")."""
+    suffix = ""
+    while True:
+        found = next((s for s in INVERT_SUFFIXES if cond.endswith(s) and len(cond) > len(s)),
+                     None)
+        if not found:
+            return cond, suffix
+        cond, suffix = cond[:-len(found)], found + suffix
+
+
+def readers_of(cond):
+    """The reader count of a condition: none 0, status:2 2, rollup=FILE:1 1,
+    rollup:1+swap 1."""
+    cond = split_suffix(cond)[0]
+    return int(cond.rsplit(":", 1)[1]) if ":" in cond else 0
+
+
+def control_of(cond):
+    """The status control of a condition: status:N, its suffixes (+swap,
+    +move) kept."""
+    base, suffix = split_suffix(cond)
+    return f"status:{readers_of(base)}{suffix}"
 
 
 @dataclass
@@ -242,6 +292,16 @@ def load_cost(raw, run):
             run.cost.setdefault(key, {}).setdefault(round_, []).append(int(r["ns"]) / 1e6)
             run.cell_info[(kernel, int(r["vmas"]), r["rss_mib"])] = (int(r["nvmas"]),
                                                                     int(r["rss_kb"]))
+
+
+def cost_file(path):
+    """One boot's cost records (bench-read cost; guest/bench/icount's
+    cost.csv): {VMAS:RSS cell: {method: [ns]}}, cells in the file's order."""
+    cells = {}
+    for _, r in csv_records(path, "cost"):
+        cells.setdefault(f"{r['vmas']}:{r['rss_mib']}", {}).setdefault(r["method"], []).append(
+            int(r["ns"]))
+    return cells
 
 
 def load_stall(raw, run):

@@ -1,17 +1,13 @@
-"""results/README.md of a scripts/bench run (see scripts/analysis/analyze.py)."""
+"""results/README.md of a scripts/bench run (see scripts/analysis/analyze.py):
+the README's part of the write step (load -> compute -> write). It formats
+the run's one result, computed before it, which holds every figure and
+verdict and the bars themselves (a["bars"]); it computes none."""
 import math
 import os
 
-from bench_load import DEFAULT_MODEL, MODEL_OPTIONS
-from bench_report import STALL_CONDS, cond_label, fmt, ordered_conds, size_label, verdict
-from bench_stats import (INVERT_MEAN_FACTOR, KERNELS, MAX_SLOWDOWN, MIN_SPEEDUP,
-                         MOVE_BAR_MODEL, MOVE_INVERT_MEAN_FACTOR, MOVES_METHODS,
-                         SAME_BOOT_STOCK, SPEEDUP_CELL, STALL_CONTROL_FACTOR,
-                         STALL_EXCESS_FACTOR, SWAP_BAR_MODEL, SWAP_INVERT_MAX_FACTOR,
-                         SWAP_INVERT_MEAN_FACTOR, SWAP_LAYOUTS, control_of,
-                         invert_cell_verdicts, move_verdicts, moves_cells, moves_verdicts,
-                         per_model, ratio, readers_of, rss_key, split_suffix, stall_sizes,
-                         swap_verdicts)
+from bench_load import (DEFAULT_MODEL, KERNELS, MODEL_OPTIONS, MOVES_METHODS, SAME_BOOT_STOCK,
+                        STALL_CONDS, rss_key)
+from bench_report import cond_label, fmt, ordered_conds, size_label, verdict
 
 
 TCG_NOTE = ("**Every timing here was taken in a QEMU guest under TCG** (binary translation, "
@@ -26,7 +22,8 @@ def ms(x):
     return f"{x / 1e3:.2f} ms"
 
 
-def setup_section(w, run, a):
+def setup_section(w, a):
+    run = a["run"]
     info = run.run_info
     w("## Setup\n")
     prefix = "" if run.model == DEFAULT_MODEL else f"-{run.model}"
@@ -60,8 +57,8 @@ def setup_section(w, run, a):
       "(every mapping holds resident pages, the budget spread evenly, at least one page "
       "each: at 16,000 VMAs about 63 MiB resident whatever the cell's size); anonymous only "
       "in 4 KiB pages or 64 KiB folios; one VMA (see the layout table).")
-    if run.fields:
-        key = SPEEDUP_CELL if SPEEDUP_CELL in run.fields else sorted(run.fields)[0]
+    if a["example_cell"]:
+        key = a["example_cell"]
         f = run.fields[key]
         w(f"- Example, {key[0]} VMAs / {key[1]} MiB, series rollup: Rss {f['Rss']} kB, "
           f"Pss_Anon {f['Pss_Anon']}, Pss_File {f['Pss_File']}, Pss_Shmem {f['Pss_Shmem']} kB.")
@@ -82,34 +79,32 @@ def setup_section(w, run, a):
       "here (the fastest, status, takes tenths of a millisecond under TCG).\n")
 
 
-def cost_bars(w, run, a):
+def cost_bars(w, a):
     rows = [r for r in a["cost_rows"] if not rss_key(r["rss"])[1]]
-    cell = next((r for r in rows if (r["vmas"], r["rss"]) == SPEEDUP_CELL), None)
-    if cell:
-        speedup, met = cell["smaps_over_rollup"], cell["smaps_over_rollup"] >= MIN_SPEEDUP
-        short = (f" (short by {MIN_SPEEDUP - speedup:.1f}x, "
-                 f"{100 * (1 - speedup / MIN_SPEEDUP):.0f}%)" if not met else "")
-        host = cell["host"]
-        more = ", ".join(f"{r['smaps_over_rollup']:.1f}x at {r['rss']} MiB" for r in rows
-                         if r["vmas"] == SPEEDUP_CELL[0] and r["rss"] != SPEEDUP_CELL[1])
-        w(f"- **Bar 1: series rollup ≥ {MIN_SPEEDUP}x faster than smaps + C parser at "
-          f"{SPEEDUP_CELL[0]:,} VMAs**: {verdict(met)}: {speedup:.1f}x at {SPEEDUP_CELL[1]} MiB "
+    b, bar = a["bars"], a["speedup_bar"]
+    if bar:
+        vmas, mib = b.speedup_cell
+        short = (f" (short by {bar['short_by']:.1f}x, {bar['short_pct']:.0f}%)"
+                 if not bar["met"] else "")
+        more = ", ".join(f"{r['smaps_over_rollup']:.1f}x at {r['rss']} MiB" for r in bar["more"])
+        w(f"- **Bar 1: series rollup ≥ {b.min_speedup}x faster than smaps + C parser at "
+          f"{vmas:,} VMAs**: {verdict(bar['met'])}: {bar['speedup']:.1f}x at {mib} MiB "
           f"resident{short}"
-          + (f"; at {SPEEDUP_CELL[0]:,} VMAs with more resident memory: {more}" if more else "")
-          + f". Host kernel, natively: {fmt(host['smaps'] / host['rollup'], 1)}x.")
-    if rows and all(math.isnan(r["series_over_stock"]) for r in rows):
-        w(f"- **Bar 2: series within {100 * (MAX_SLOWDOWN - 1):.0f}% of stock or faster at "
+          + (f"; at {vmas:,} VMAs with more resident memory: {more}" if more else "")
+          + f". Host kernel, natively: {fmt(bar['row']['host_smaps_over_rollup'], 1)}x.")
+    bar = a["slowdown_bar"]
+    if bar and bar["no_stock"]:
+        w(f"- **Bar 2: series within {100 * (b.max_slowdown - 1):.0f}% of stock or faster at "
           "every size**: no stock kernel in this run (PREEMPT_STOCK=0): see the same-boot "
           "comparison below.")
-    elif rows:
-        worst = max(rows, key=lambda r: r["series_over_stock"])
-        over = [r for r in rows if r["series_over_stock"] > MAX_SLOWDOWN]
-        w(f"- **Bar 2: series within {100 * (MAX_SLOWDOWN - 1):.0f}% of stock or faster at "
-          f"every size**: {verdict(not over)}: series/stock median ratio from "
-          f"{min(r['series_over_stock'] for r in rows):.3f} to {worst['series_over_stock']:.3f} "
+    elif bar:
+        worst, over = bar["worst"], bar["over"]
+        w(f"- **Bar 2: series within {100 * (b.max_slowdown - 1):.0f}% of stock or faster at "
+          f"every size**: {verdict(bar['met'])}: series/stock median ratio from "
+          f"{bar['lowest']:.3f} to {worst['series_over_stock']:.3f} "
           f"(worst at {worst['vmas']} VMAs / {worst['rss']} MiB, bootstrap 90% interval "
           f"{worst['series_over_stock_ci'][0]:.3f}-{worst['series_over_stock_ci'][1]:.3f})"
-          + ("" if not over else f"; over {MAX_SLOWDOWN} at " + ", ".join(
+          + ("" if not over else f"; over {b.max_slowdown} at " + ", ".join(
               f"{r['vmas']}/{r['rss']} MiB ({r['series_over_stock']:.3f}, rounds "
               + "/".join(f"{x:.3f}" for x in r["series_over_stock_by_round"].values()) + ")"
               for r in over))
@@ -121,19 +116,15 @@ def cost_bars(w, run, a):
           + ". Unchanged code as noise controls, series/stock (pooled): /proc/PID/maps "
           + ", ".join(fmt(r["maps_series_over_stock"]) for r in rows)
           + "; /proc/PID/smaps " + ", ".join(fmt(r["smaps_series_over_stock"]) for r in rows) + ".")
-    dense = [r for r in a["cost_rows"] if rss_key(r["rss"])[1] == "d"]
+    dense = a["dense_bar"]
     if dense:
-        def judged(r):  # the same-boot ratio when the series kernel had the stock file
-            same_boot = r["same_boot_series_over_stock"]
-            return r["series_over_stock"] if math.isnan(same_boot) else same_boot
-        over = [r for r in dense if not judged(r) <= MAX_SLOWDOWN]
         w(f"- **Bar 2 on dense targets (every VMA resident, none skipped as empty): series "
-          f"within {100 * (MAX_SLOWDOWN - 1):.0f}% of stock or faster** (same boot where "
-          f"available): {verdict(not over)}: " + ", ".join(
+          f"within {100 * (b.max_slowdown - 1):.0f}% of stock or faster** (same boot where "
+          f"available): {verdict(dense['met'])}: " + ", ".join(
               f"{r['vmas']}/{r['rss']} MiB ({r['rss_mib']:.0f} MiB resident): same boot "
               f"{fmt(r['same_boot_series_over_stock'], 3)}, across kernels "
               f"{fmt(r['series_over_stock'], 3)} (maps control {fmt(r['maps_series_over_stock'], 3)})"
-              for r in dense) + ".")
+              for r in dense["rows"]) + ".")
     mthp_bars(w, a)
     pages_bars(w, a)
     same = [r for r in a["cost_rows"] if r["n"]["same_boot_stock"]]
@@ -144,58 +135,41 @@ def cost_bars(w, run, a):
           + ".")
 
 
-# Large folios: same boot, the series at most this fraction of stock's cost.
-MTHP_MAX_RATIO = 0.20
-
-
 def mthp_bars(w, a):
     """The 64 KiB folio cells (layout m) against stock's implementation in the
     same boot, and against the same memory in 4 KiB pages (layout a)."""
-    rows = {(r["vmas"], rss_key(r["rss"])): r for r in a["cost_rows"]}
-    mthp = [r for (vmas, (mib, layout)), r in rows.items() if layout == "m"]
-    if not mthp:
+    bar = a["mthp_bar"]
+    if not bar:
         return
-    over = [r for r in mthp if not r["same_boot_series_over_stock"] <= MTHP_MAX_RATIO]
-    w(f"- **64 KiB folios, same boot: series at most {MTHP_MAX_RATIO:.2f} of stock's "
-      f"implementation**: {verdict(not over)}: " + ", ".join(
+    w(f"- **64 KiB folios, same boot: series at most {a['bars'].mthp_max_ratio:.2f} of stock's "
+      f"implementation**: {verdict(bar['met'])}: " + ", ".join(
           f"{r['vmas']}/{r['rss']} MiB {fmt(r['same_boot_series_over_stock'], 3)} "
           f"(smaps series/stock kernel {fmt(r['smaps_series_over_stock'], 3)}, "
-          f"maps control {fmt(r['maps_series_over_stock'], 3)})" for r in mthp) + ".")
-    pairs = [(r, rows.get((r["vmas"], (rss_key(r["rss"])[0], "a")))) for r in mthp]
-    pairs = [(m, p) for m, p in pairs if p]
-    if pairs:
-        dearer = [m for m, p in pairs if not m["median"]["series"] < p["median"]["series"]]
+          f"maps control {fmt(r['maps_series_over_stock'], 3)})" for r in bar["rows"]) + ".")
+    if bar["pairs"]:
         w("- **64 KiB folios cost less to read than the same memory in 4 KiB pages** "
-          f"(series rollup, medians): {verdict(not dearer)}: " + ", ".join(
+          f"(series rollup, medians): {verdict(bar['cheaper'])}: " + ", ".join(
               f"{m['vmas']} VMAs / {rss_key(m['rss'])[0]} MiB: "
               f"{fmt(m['median']['series'], 3)} against {fmt(p['median']['series'], 3)} ms "
-              f"({fmt(m['median']['series'] / p['median']['series'], 3)}; stock's "
+              f"({fmt(folio_over_pages, 3)}; stock's "
               f"implementation {fmt(m['median']['same_boot_stock'], 3)} against "
-              f"{fmt(p['median']['same_boot_stock'], 3)} ms)" for m, p in pairs) + ".")
-
-
-# One VMA of 4 KiB pages (layouts o, c, f), same boot: the series at most
-# this fraction of stock's cost (issue #32).
-PAGES_MAX_RATIO = {"o": 0.70, "c": 0.80, "f": 0.80}
+              f"{fmt(p['median']['same_boot_stock'], 3)} ms)"
+              for m, p, folio_over_pages in bar["pairs"]) + ".")
 
 
 def pages_bars(w, a):
     """The one-VMA cells against stock's implementation in the same boot,
     with the controls: maps and status in that boot (ms), and series/stock
     across kernels when the run had a stock kernel."""
-    for r in a["cost_rows"]:
-        layout = rss_key(r["rss"])[1]
-        if layout not in PAGES_MAX_RATIO:
-            continue
-        m, bar = r["median"], PAGES_MAX_RATIO[layout]
-        same_boot = r["same_boot_series_over_stock"]
+    for r, bar, measured, met in a["pages_bars"]:
+        m, same_boot = r["median"], r["same_boot_series_over_stock"]
         head = (f"- **{rss_key(r['rss'])[0]} MiB, {size_label(r['vmas'], r['rss']).split(', ', 2)[2]}, "
                 f"same boot: series at most {bar:.2f} of stock's implementation** (TCG guest, "
                 "emulated times): ")
-        if math.isnan(same_boot):
+        if not measured:
             w(head + "not measured: the series boot had no smaps_rollup_stock.")
             continue
-        w(head + f"{verdict(same_boot <= bar)}: {fmt(same_boot, 3)} (series "
+        w(head + f"{verdict(met)}: {fmt(same_boot, 3)} (series "
           f"{fmt(m['series'], 3)} against {fmt(m['same_boot_stock'], 3)} ms, medians of "
           f"{r['n']['series']} and {r['n']['same_boot_stock']} reads; per round "
           + " / ".join(fmt(x, 3) for x in r["same_boot_by_round"].values())
@@ -209,11 +183,11 @@ def stall_bars(w, a):
     for v in a["stall_verdicts"]:
         s, st, sc, stc, sb = v.series, v.stock, v.series_control, v.stock_control, v.same_boot
         head = f"({size_label(v.vmas, v.rss)}, {v.readers} reader(s))"
-        w(f"- **Stall: series p99 within {STALL_CONTROL_FACTOR}x of its status control** {head}: "
-          f"{verdict(v.within_control)}: series {ms(s['p99'])} against the control's "
-          f"{ms(sc['p99'])} ({s['p99'] / sc['p99']:.2f}x); stock {ms(st['p99'])} against "
-          f"{ms(stc['p99'])} ({st['p99'] / stc['p99']:.2f}x).")
-        w(f"- **Stall: series p99 above the control ≥ {STALL_EXCESS_FACTOR}x lower than "
+        w(f"- **Stall: series p99 within {a['bars'].stall_control}x of its status control** "
+          f"{head}: {verdict(v.within_control)}: series {ms(s['p99'])} against the control's "
+          f"{ms(sc['p99'])} ({s['p99_over_control']:.2f}x); stock {ms(st['p99'])} against "
+          f"{ms(stc['p99'])} ({st['p99_over_control']:.2f}x).")
+        w(f"- **Stall: series p99 above the control ≥ {a['bars'].stall_excess}x lower than "
           f"stock's** {head}: {verdict(v.excess_tenfold)}: series {ms(s['above_control'])}, "
           f"stock {ms(st['above_control'])}"
           + (f"; same boot, stock's implementation {ms(sb['above_control'])}: "
@@ -227,14 +201,14 @@ def stall_bars(w, a):
 
 
 def invert_bars(w, a):
-    for kernel, cond, s, control, mean_ok, max_ok in a["invert_verdicts"]:
-        is_bar = kernel == "series" and cond.startswith("rollup:")
-        what = "**Inversion bar**" if is_bar else "Inversion, for comparison"
-        w(f"- {what} ({kernel} kernel, {cond_label(cond)}, {s['readers']} reader(s)): "
-          f"mapper mean within {INVERT_MEAN_FACTOR}x of the status control: "
-          f"{verdict(mean_ok)} ({fmt(s['mean'])} against {fmt(control['mean'])} µs, "
-          f"{s['mean'] / control['mean']:.2f}x); max no worse than the control's: "
-          f"{verdict(max_ok)} ({fmt(s['max'])} against {fmt(control['max'])} µs).")
+    for v in a["invert_verdicts"]:
+        s, control = v.summary, v.control
+        what = "**Inversion bar**" if v.is_bar else "Inversion, for comparison"
+        w(f"- {what} ({v.kernel} kernel, {cond_label(v.cond)}, {s['readers']} reader(s)): "
+          f"mapper mean within {a['bars'].invert_mean}x of the status control: "
+          f"{verdict(v.mean_ok)} ({fmt(s['mean'])} against {fmt(control['mean'])} µs, "
+          f"{s['mean_over_control']:.2f}x); max no worse than the control's: "
+          f"{verdict(v.max_ok)} ({fmt(s['max'])} against {fmt(control['max'])} µs).")
 
 
 # How the swap verdicts name their figures: (label, unit).
@@ -258,27 +232,24 @@ def cell_bar(w, v):
     """One swap or move verdict V: the series rollup against its status
     control, stock's implementation and the cell without swap (without the
     moves) beside it."""
-    base = split_suffix(v.cell)[0]
     if v.issue == "move":
-        what = f"inversion, {MOVE_WHAT}, {v.cell}, control {control_of(v.cell)}"
-        plain = f"the same without the moves ({base})"
+        what = f"inversion, {MOVE_WHAT}, {v.cell}, control {v.control}"
+        plain = f"the same without the moves ({v.plain_cell})"
         head = ("**Move bar (UFFDIO_MOVE)**" if v.is_bar else
                 "Move cell against the UFFDIO_MOVE bar, for comparison")
-        judged = "" if v.is_bar else f", the bar being judged under {MOVE_BAR_MODEL}"
+        judged = "" if v.is_bar else f", the bar being judged under {v.bar_model}"
     else:
         if v.kind == "invert":
             what = (f"inversion, every 64th page of the mapper's region kept paged out, "
-                    f"{v.cell}, control {control_of(v.cell)}")
-            plain = f"the same without swap ({base})"
+                    f"{v.cell}, control {v.control}")
+            plain = f"the same without swap ({v.plain_cell})"
         else:
             vmas, rss = v.cell.split(":")
-            what = (f"stall, {size_label(int(vmas), rss)}, rollup:{v.readers}, control "
-                    f"status:{v.readers}")
-            mib, layout = rss_key(rss)
-            plain = f"the same cell without swap ({vmas}:{mib}{SWAP_LAYOUTS[layout]})"
+            what = f"stall, {size_label(int(vmas), rss)}, rollup:{v.readers}, control {v.control}"
+            plain = f"the same cell without swap ({v.plain_cell})"
         head = ("**Swap bar (issue #31)**" if v.is_bar else
                 "Swap cell against issue #31's bars, for comparison")
-        judged = "" if v.is_bar else f", the bars being judged under {SWAP_BAR_MODEL}"
+        judged = "" if v.is_bar else f", the bars being judged under {v.bar_model}"
     figures = "; ".join(
         f"{SWAP_STATS[stat][0]} {fmt(v.series[stat][0])} against "
         f"{fmt(v.series[stat][1])} {SWAP_STATS[stat][1]}, "
@@ -292,17 +263,11 @@ def cell_bar(w, v):
                   if swap_ratios(v, which)) + ".")
 
 
-def swap_bars(w, run, a):
-    """The cells with swap entries (issue #31), per preemption model."""
-    for model, f in per_model(run, a).items():
-        for v in swap_verdicts(model, f):
-            cell_bar(w, v)
-
-
-def move_bars(w, run, a):
-    """The inversion with UFFDIO_MOVE (+move), per preemption model."""
-    for model, f in per_model(run, a).items():
-        for v in move_verdicts(model, f):
+def cell_bars(w, a, which):
+    """The cells with swap entries (issue #31, WHICH swap_verdicts) or the
+    inversion with UFFDIO_MOVE (+move, move_verdicts), per preemption model."""
+    for f in a["per_model"].values():
+        for v in f[which]:
             cell_bar(w, v)
 
 
@@ -319,9 +284,9 @@ def share(s):
     return f"{fmt(100 * s['share'])}%"
 
 
-def moves_bars(w, run, a):
-    for model, f in per_model(run, a).items():
-        for v in moves_verdicts(f["moves"]):
+def moves_bars(w, a):
+    for model, f in a["per_model"].items():
+        for v in f["moves_verdicts"]:
             s, st = v.series, v.stock
             control = f["moves"].get(("series", v.mover, v.mib, v.period_us, "status"))
             w(f"- **Moves bar: series' wrong-read share at most stock's in the same boot, no "
@@ -335,23 +300,38 @@ def moves_bars(w, run, a):
               + ". The goal: none wrong.")
 
 
-def cost_section(w, run, a):
+def source_cells(a, r=None):
+    """A column per other source of cost figures: its header, or row R's
+    series/stock in that source."""
+    return "".join(f" {name} series/stock |" if r is None else f" {fmt(r['sources'][name], 3)} |"
+                   for name in a["sources"])
+
+
+def source_note(w, a):
+    if a["sources"]:
+        w(" ".join(f"{name} series/stock: the series rollup over stock's implementation in the "
+                   f"same boot, medians of the reads of `analyze.py --cost {name}=...`"
+                   for name in a["sources"]) + " (– where that source has no such cell).\n")
+
+
+def cost_section(w, a):
     rows = [r for r in a["cost_rows"] if not rss_key(r["rss"])[1]]
     w("## Cost per read (medians, ms; TCG guest, emulated times)\n")
     w("| VMAs | RSS MiB | 1. smaps+C | 2. awk | 3. series rollup | 4. stock rollup | 5. status | "
       "1/3 | 2/3 | 3/4 | 3/4 per round | 3/4 fastest reads | 3/5 | smaps series/stock | "
-      "host 1/3 | host 2/3 |")
-    w("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|")
+      "host 1/3 | host 2/3 |" + source_cells(a))
+    w("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"
+      + "---:|" * len(a["sources"]))
     for r in rows:
-        m, h = r["median"], r["host"]
+        m = r["median"]
         w(f"| {r['nvmas']} | {r['rss_mib']:.0f} | {fmt(m['smaps'])} | {fmt(m['awk'])} | "
           f"{fmt(m['series'], 3)} | {fmt(m['stock'], 3)} | {fmt(m['status'], 3)} | "
           f"{fmt(r['smaps_over_rollup'], 1)} | {fmt(r['awk_over_rollup'], 1)} | "
           f"{fmt(r['series_over_stock'], 3)} | "
           + " / ".join(f"{x:.3f}" for x in r["series_over_stock_by_round"].values())
           + f" | {fmt(r['series_over_stock_fastest'], 3)} | {fmt(r['rollup_over_status'], 0)} | "
-          f"{fmt(r['smaps_series_over_stock'], 3)} | {fmt(h['smaps'] / h['rollup'], 1)} | "
-          f"{fmt(h['awk'] / h['rollup'], 1)} |")
+          f"{fmt(r['smaps_series_over_stock'], 3)} | {fmt(r['host_smaps_over_rollup'], 1)} | "
+          f"{fmt(r['host_awk_over_rollup'], 1)} |" + source_cells(a, r))
     w("\np90 (ms), same cells:\n")
     w("| VMAs | RSS MiB | 1. smaps+C | 2. awk | 3. series rollup | 4. stock rollup | 5. status | reads (1/2/3/4/5) |")
     w("|---:|---:|---:|---:|---:|---:|---:|---|")
@@ -369,22 +349,24 @@ def cost_section(w, run, a):
       "series must not change (about 1 but for boot-to-boot noise). VMAs and RSS are as "
       "measured in the target. Files: cost.csv (per cell), cost-long.csv (every kernel and "
       "method), cost-samples.csv (every read).\n")
+    source_note(w, a)
     w("![cost against VMAs](cost-vs-vmas.png)\n")
     w("![cost against RSS](cost-vs-rss.png)\n")
 
 
-def layout_section(w, run, a):
+def layout_section(w, a):
     rows = [r for r in a["cost_rows"] if rss_key(r["rss"])[1]]
     if not rows:
         return
     w("## Half-untouched, shmem-swap and dense targets (medians, ms; TCG guest, emulated times)\n")
     w("| layout | VMAs | RSS MiB | Swap kB | series rollup | stock rollup | series/stock | "
       "3/4 per round | maps series/stock | status series/stock | same boot: stock file | "
-      "series/stock file | maps | status |")
-    w("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+      "series/stock file | maps | status |" + source_cells(a))
+    w("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"
+      + "---:|" * len(a["sources"]))
     for r in rows:
         m = r["median"]
-        swap = run.fields.get((r["vmas"], r["rss"]), {}).get("Swap", "–")
+        swap = a["run"].fields.get((r["vmas"], r["rss"]), {}).get("Swap", "–")
         w(f"| {size_label(r['vmas'], r['rss']).split(', ', 2)[2]} | {r['nvmas']} | "
           f"{r['rss_mib']:.0f} | {swap} | {fmt(m['series'], 3)} | {fmt(m['stock'], 3)} | "
           f"{fmt(r['series_over_stock'], 3)} | "
@@ -392,7 +374,7 @@ def layout_section(w, run, a):
           + f" | {fmt(r['maps_series_over_stock'], 3)} | {fmt(r['status_series_over_stock'], 3)} | "
           f"{fmt(m['same_boot_stock'], 3)} | "
           f"{fmt(r['same_boot_series_over_stock'], 3)} | {fmt(m['maps'], 3)} | "
-          f"{fmt(m['status'], 3)} |")
+          f"{fmt(m['status'], 3)} |" + source_cells(a, r))
     w("\nHalf-untouched: each mapping is followed by a one-page PROT_NONE anonymous "
       "reservation that is never touched (no anon_vma), so half the VMAs have nothing "
       "to walk. Shmem-swap: half the memfd pages paged out to zram (Swap column: the "
@@ -409,6 +391,7 @@ def layout_section(w, run, a):
       "series kernel with /proc/PID/smaps_rollup_stock only): stock's implementation read "
       "in the series boot, the series rollup over it, and that boot's maps and status "
       "reads (ms) beside them.\n")
+    source_note(w, a)
 
 
 def fits_section(w, a):
@@ -429,7 +412,7 @@ def fits_section(w, a):
 
 def stall_section(w, a):
     w("## Target stall (mmap + touch 64 KiB + munmap, per operation; µs, TCG guest, emulated)\n")
-    for vmas, rss in stall_sizes(a["stall"]):
+    for vmas, rss in a["stall_sizes"]:
         w(f"**{size_label(vmas, rss)}**:\n")
         w("| readers | kernel | ops | p50 | p99 | p99.9 | max | p99 above control | "
           "p99 per round | mmap p99 | munmap p99 | reader reads | reader read p50 ms |")
@@ -444,7 +427,7 @@ def stall_section(w, a):
                   + " / ".join(f"{x:.0f}" for x in s["p99_by_round"].values())
                   + f" | {s['mmap_p99']:.0f} | {s['munmap_p99']:.0f} | {s['reads']} | "
                   f"{fmt(s['read_p50_ms'], 3)} |")
-        if f"stall-{vmas}-{rss}.png" in a.get("stall_plots", [f"stall-{vmas}-{rss}.png"]):
+        if (vmas, rss) in a["stall_charts"]:
             w(f"\n![stall {vmas} {rss}](stall-{vmas}-{rss}.png)\n")
         else:
             w("")
@@ -459,7 +442,7 @@ def stall_section(w, a):
       "less than half that Swap. File: stall.csv (also p90 and touch p99).\n")
 
 
-def invert_section(w, run, a):
+def invert_section(w, a):
     if not a["invert"]:
         return
     w("## Priority inversion (mapper's mmap/munmap latency, µs; TCG guest, emulated)\n")
@@ -486,14 +469,13 @@ def invert_section(w, run, a):
       "UFFDIO_MOVE, then back, again and again, as ART's garbage collector does: the pages "
       "stay resident, so its Rss does not change (its control: status:N+move). File: "
       "invert.csv.\n")
-    invert_cells_table(w, run, a)
+    invert_cells_table(w, a)
 
 
-def invert_cells_table(w, run, a):
+def invert_cells_table(w, a):
     """The inversion cells with a suffix, every model: ratios over their
     status controls (invert-cells.csv)."""
-    verdicts = [v for model, f in per_model(run, a).items()
-                for v in invert_cell_verdicts(model, f)]
+    verdicts = [v for f in a["per_model"].values() for v in f["invert_cells"]]
     if not verdicts:
         return
     w("**With swap and with UFFDIO_MOVE, over their status controls** (mapper mean / median "
@@ -504,18 +486,19 @@ def invert_cells_table(w, run, a):
     for v in verdicts:
         bars = " / ".join("–" if bar is None else f"{bar}x" for _, bar in v.bars)
         judged = verdict(v.met) if v.is_bar else f"{verdict(v.met)} (judged under {v.bar_model})"
-        w(f"| {v.model} | {cond_label(v.cell)} | {control_of(v.cell)} | "
+        w(f"| {v.model} | {cond_label(v.cell)} | {v.control} | "
           f"{swap_ratios(v, 'series')} | {bars} | {judged} | "
           + " | ".join(swap_ratios(v, which) or "–" for which in ("stock_file", "stock", "plain"))
           + " |")
-    w(f"\nThe bars: +swap (issue #31) mean {SWAP_INVERT_MEAN_FACTOR}x and max "
-      f"{SWAP_INVERT_MAX_FACTOR}x, judged under {SWAP_BAR_MODEL}; +move mean "
-      f"{MOVE_INVERT_MEAN_FACTOR}x (the max reported, no bar), judged under {MOVE_BAR_MODEL}. "
+    b = a["bars"]
+    w(f"\nThe bars: +swap (issue #31) mean {b.swap_invert_mean}x and max "
+      f"{b.swap_invert_max}x, judged under {b.swap_model}; +move mean "
+      f"{b.move_invert_mean}x (the max reported, no bar), judged under {b.move_model}. "
       "Series without the suffix: rollup:N over status:N. File: invert-cells.csv.\n")
 
 
-def moves_section(w, run, a):
-    models = per_model(run, a)
+def moves_section(w, a):
+    models = a["per_model"]
     if not any(f["moves"] for f in models.values()):
         return
     w("## Reads while the mapping moves (bench-moves)\n")
@@ -523,7 +506,7 @@ def moves_section(w, run, a):
       "under | wrong share | lowest / highest Rss read kB | read p50 ms |")
     w("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
     for model, f in models.items():
-        for mover, mib, period in moves_cells(f["moves"]):
+        for mover, mib, period in f["moves_cells"]:
             for kernel in KERNELS:
                 for method in MOVES_METHODS:
                     s = f["moves"].get((kernel, mover, mib, period, method))
@@ -548,9 +531,9 @@ def moves_section(w, run, a):
       "counters, no walk). File: moves.csv (mover mremap or uffd, UFFDIO_MOVE).\n")
 
 
-def models_section(w, run, a):
+def models_section(w, a):
     """Every preemption model side by side: layout cells, stall, inversion."""
-    models = a.get("models")
+    models, run, b = a.get("models"), a["run"], a["bars"]
     if not models:
         return
     w("## Preemption models\n")
@@ -586,19 +569,19 @@ def models_section(w, run, a):
     w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for m, f in models.items():
         st = f["stall"]
-        for vmas, rss in stall_sizes(st):
-            for n in sorted({readers_of(k[3]) for k in st} - {0}):
+        for vmas, rss in f["stall_sizes"]:
+            for n in f["stall_readers"]:
                 def get(kernel, cond, key="p99"):
                     s = st.get((kernel, vmas, rss, cond))
                     return s[key] if s else float("nan")
-                series, control = get("series", f"rollup:{n}"), get("series", f"status:{n}")
-                w(f"| {m} | {vmas}:{rss} | {n} | {fmt(control, 0)} | {fmt(series, 0)} | "
-                  f"{fmt(ratio(series, control))} | "
+                w(f"| {m} | {vmas}:{rss} | {n} | {fmt(get('series', f'status:{n}'), 0)} | "
+                  f"{fmt(get('series', f'rollup:{n}'), 0)} | "
+                  f"{fmt(get('series', f'rollup:{n}', 'p99_over_control'))} | "
                   f"{fmt(get('series', f'rollup:{n}', 'above_control'), 0)} | "
                   f"{fmt(get('series', f'{SAME_BOOT_STOCK}:{n}', 'above_control'), 0)} | "
                   f"{fmt(get('stock', f'status:{n}'), 0)} | {fmt(get('stock', f'rollup:{n}'), 0)} | "
                   f"{fmt(get('stock', f'rollup:{n}', 'above_control'), 0)} |")
-    w(f"\nseries/control: the bar is {STALL_CONTROL_FACTOR}x; above control: the p99 less the "
+    w(f"\nseries/control: the bar is {b.stall_control}x; above control: the p99 less the "
       "same kernel's status:N p99 (the stock file's: in the series boot).\n")
     w("**Priority inversion (mapper's mean and max mmap/munmap latency, µs; TCG guest, "
       "emulated)**:\n")
@@ -611,18 +594,17 @@ def models_section(w, run, a):
                 s = inv.get((kernel, cond))
                 if not s or cond.startswith("status"):
                     continue
-                c = inv.get((kernel, control_of(cond)))
-                cm, cx = (c["mean"], c["max"]) if c else (float("nan"), float("nan"))
-                w(f"| {m} | {kernel} | {cond_label(cond)} | {fmt(s['mean'])} | {fmt(cm)} | "
-                  f"{fmt(ratio(s['mean'], cm))} | {fmt(s['max'])} | {fmt(cx)} |")
-    w(f"\nmean/control: the bar is {INVERT_MEAN_FACTOR}x; for the +swap conditions, against "
-      f"status:N+swap, {SWAP_INVERT_MEAN_FACTOR}x, and max within {SWAP_INVERT_MAX_FACTOR}x of "
+                w(f"| {m} | {kernel} | {cond_label(cond)} | {fmt(s['mean'])} | "
+                  f"{fmt(s['control_mean'])} | {fmt(s['mean_over_control'])} | {fmt(s['max'])} | "
+                  f"{fmt(s['control_max'])} |")
+    w(f"\nmean/control: the bar is {b.invert_mean}x; for the +swap conditions, against "
+      f"status:N+swap, {b.swap_invert_mean}x, and max within {b.swap_invert_max}x of "
       f"control max (issue #31, see Bars); for the +move ones, against status:N+move, "
-      f"{MOVE_INVERT_MEAN_FACTOR}x (see Bars). Files: models-cost.csv, models-stall.csv, "
+      f"{b.move_invert_mean}x (see Bars). Files: models-cost.csv, models-stall.csv, "
       "models-invert.csv, invert-cells.csv.\n")
 
 
-def fleet_section(w, run, a):
+def fleet_section(w, a):
     w("## Fleet sweep (every /proc/PID, one read each)\n")
     w("| kernel | method | processes swept | read OK | sweeps | median ms | p90 ms |")
     w("|---|---|---:|---:|---:|---:|---:|")
@@ -633,9 +615,9 @@ def fleet_section(w, run, a):
             if s:
                 w(f"| {kernel} | {method} | {s['pids']:.0f} | {s['ok']:.0f} | "
                   f"{s['sweeps']} | {s['median_ms']:.1f} | {s['p90_ms']:.1f} |")
-    stock, series = fleet.get(("stock", "rollup")), fleet.get(("series", "rollup"))
-    if stock and series:
-        w(f"\nSeries over stock, rollup sweep: {series['median_ms'] / stock['median_ms']:.3f} "
+    stock = fleet.get(("stock", "rollup"))
+    if a["fleet_series_over_stock"] is not None:
+        w(f"\nSeries over stock, rollup sweep: {a['fleet_series_over_stock']:.3f} "
           "(pooled medians); divided by each boot's status sweep, per round: "
           + " / ".join(f"{x:.3f}" for x in a["fleet_ratios"]) + ".")
     w("\nThe guest runs " + (f"{stock['procs']} " if stock else "")
@@ -649,12 +631,13 @@ def fleet_section(w, run, a):
 ANALYSIS = "analysis.md"
 
 
-def readme(run, a, results_dir):
-    """The README text of RESULTS_DIR, wholly generated: it
-    points to the hand-written analysis there (ANALYSIS) when there is one."""
+def readme(a, results_dir):
+    """The README text of RESULTS_DIR from A, the run's result, wholly
+    generated: it points to the hand-written analysis there (ANALYSIS) when
+    there is one."""
     out = []
     w = out.append
-    info = run.run_info
+    info = a["run"].run_info
     w("# smaps_rollup benchmarks\n")
     w("Generated by `scripts/analysis/analyze.py` from one run of `scripts/bench` "
       f"(plan **{info.get('plan')}**, {info.get('rounds')} round(s), "
@@ -663,23 +646,23 @@ def readme(run, a, results_dir):
     w("Reproduce: `make bench` (= `scripts/bench`), or `QUICK=1 scripts/bench` for a reduced "
       "smoke run (results in build/bench-quick). The CSVs and plots in this directory come "
       "from that command; the raw per-boot output stays in build/scratch/bench/RUN.\n")
-    setup_section(w, run, a)
+    setup_section(w, a)
     w("## Bars\n")
-    cost_bars(w, run, a)
+    cost_bars(w, a)
     stall_bars(w, a)
     invert_bars(w, a)
-    swap_bars(w, run, a)
-    move_bars(w, run, a)
-    moves_bars(w, run, a)
+    cell_bars(w, a, "swap_verdicts")
+    cell_bars(w, a, "move_verdicts")
+    moves_bars(w, a)
     w("")
-    cost_section(w, run, a)
-    layout_section(w, run, a)
+    cost_section(w, a)
+    layout_section(w, a)
     fits_section(w, a)
     stall_section(w, a)
-    invert_section(w, run, a)
-    moves_section(w, run, a)
-    models_section(w, run, a)
-    fleet_section(w, run, a)
+    invert_section(w, a)
+    moves_section(w, a)
+    models_section(w, a)
+    fleet_section(w, a)
     w("## Caveats and analysis\n")
     if os.path.exists(os.path.join(results_dir, ANALYSIS)):
         w(f"Hand-written, beside this file: [{ANALYSIS}]({ANALYSIS}) (scripts/analysis/analyze.py "

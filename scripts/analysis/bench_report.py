@@ -1,18 +1,17 @@
-"""Write a scripts/bench run's CSVs, gnuplot PNGs and README.md (see
-scripts/analysis/analyze.py)."""
+"""Write a scripts/bench run's CSVs and gnuplot PNGs (see
+scripts/analysis/analyze.py): the write step (load -> compute -> write).
+It formats the run's one result, computed before it, which holds every
+figure and verdict; it computes none. Also the formatting helpers of
+bench_readme.py."""
 import math
 import os
 import subprocess
 
-from bench_stats import (INVERT_SUFFIXES, KERNELS, SAME_BOOT_STOCK, control_of,
-                         invert_cell_verdicts, median, per_model, percentile, rss_key,
-                         split_suffix, stall_sizes)
+from bench_load import INVERT_SUFFIXES, SAME_BOOT_STOCK, STALL_CONDS, rss_key, split_suffix
 
 LAYOUTS = {"": "spread", "h": "heap", "p": "heap-swap", "u": "half-untouched",
            "s": "shmem-swap", "d": "dense", "a": "anon-4k", "m": "anon-mthp",
            "o": "one-vma-anon", "c": "one-vma-forked", "f": "one-vma-file"}
-STALL_CONDS = ("none", "status:1", "rollup:1", f"{SAME_BOOT_STOCK}:1",
-               "status:2", "rollup:2", f"{SAME_BOOT_STOCK}:2")
 
 
 def ordered_conds(conds):
@@ -74,7 +73,7 @@ def cond_label(cond):
 
 
 # ------------------------------------------------------------------- CSVs
-def cost_columns(rounds):
+def cost_columns(a):
     """cost.csv: (header, value of a row) pairs; the plots find columns by header."""
     def med(label):
         return lambda r: r["median"][label]
@@ -104,29 +103,25 @@ def cost_columns(rounds):
         ("same_boot_series_over_stock", lambda r: r["same_boot_series_over_stock"]),
     ]
     columns += [(f"series_over_stock_round{n}",
-                 lambda r, n=n: r["series_over_stock_by_round"][n]) for n in rounds]
-    columns += [("host_smaps_over_rollup", lambda r: r["host"]["smaps"] / r["host"]["rollup"]),
-                ("host_awk_over_rollup", lambda r: r["host"]["awk"] / r["host"]["rollup"]),
-                ("host_rollup_over_status", lambda r: r["host"]["rollup"] / r["host"]["status"])]
+                 lambda r, n=n: r["series_over_stock_by_round"][n]) for n in a["run"].rounds]
+    columns += [(k, lambda r, k=k: r[k]) for k in ("host_smaps_over_rollup",
+                                                   "host_awk_over_rollup",
+                                                   "host_rollup_over_status")]
+    columns += [(f"{name}_series_over_stock", lambda r, name=name: r["sources"][name])
+                for name in a["sources"]]
     return columns
 
 
-def write_csvs(out, run, a):
-    rows, rounds = a["cost_rows"], run.rounds
+def write_csvs(out, a):
+    run, rows, rounds = a["run"], a["cost_rows"], a["run"].rounds
     write_csv(os.path.join(out, "cost-samples.csv"), ["kernel", "round", "vmas", "rss_mib",
                                                        "method", "ms"],
               [(k, r, v, rs, m, x) for (k, v, rs, m), by_round in sorted(run.cost.items())
                for r in sorted(by_round) for x in by_round[r]])
-    long_rows = []
-    for (kernel, vmas, rss, method) in sorted(run.cost):
-        ms = run.samples(kernel, vmas, rss, method)
-        nvmas, rss_kb = run.cell_info[(kernel, vmas, rss)]
-        long_rows.append((kernel, vmas, rss, nvmas, rss_kb, method, len(ms), median(ms),
-                          percentile(ms, 0.9), min(ms)))
     write_csv(os.path.join(out, "cost-long.csv"), ["kernel", "vmas", "rss_mib", "nvmas", "rss_kb",
                                                     "method", "n", "median_ms", "p90_ms", "min_ms"],
-              long_rows)
-    columns = cost_columns(rounds)
+              a["cost_long"])
+    columns = cost_columns(a)
     write_csv(os.path.join(out, "cost.csv"), [h for h, _ in columns],
               [[get(r) for _, get in columns] for r in rows])
     fit_keys = ("kernel", "method", "per_vma_us", "vma_intercept_ms", "vma_r2", "vma_points",
@@ -148,13 +143,13 @@ def write_csvs(out, run, a):
               ["kernel", "condition"] + [k if k in ("readers", "runs", "ops", "reads")
                                          else f"{k}_us" for k in invert_keys],
               [list(key) + [s[k] for k in invert_keys] for key, s in sorted(a["invert"].items())])
-    write_invert_cells_csv(out, run, a)
+    write_invert_cells_csv(out, a)
     moves_keys = ("rss_kb", "rounds", "moves", "reads", "wrong", "over", "under", "share",
                   "min_kb", "max_kb", "read_p50_ms")
     write_csv(os.path.join(out, "moves.csv"),
               ["model", "kernel", "mover", "mib", "period_us", "method"] + list(moves_keys),
               [(m,) + key + tuple(s[k] for k in moves_keys)
-               for m, f in per_model(run, a).items() for key, s in sorted(f["moves"].items())])
+               for m, f in a["per_model"].items() for key, s in sorted(f["moves"].items())])
     write_csv(os.path.join(out, "fleet.csv"), ["kernel", "method", "processes_spawned",
                                                 "pids_swept", "pids_read", "sweeps",
                                                 "median_ms", "p90_ms"],
@@ -166,9 +161,9 @@ def write_csvs(out, run, a):
 INVERT_CELL_WHICH = ("series", "stock_file", "stock", "plain")
 
 
-def write_invert_cells_csv(out, run, a):
+def write_invert_cells_csv(out, a):
     """invert-cells.csv: every preemption model's inversion cells with a
-    suffix (+swap, +move: bench_stats.invert_cell_verdicts), one row each:
+    suffix (+swap, +move: their invert_cells), one row each:
     the series rollup's mean and median of per-run maxima and its status
     control's, the bars (empty: none), and over their controls the series
     rollup, stock's implementation in the same boot, the stock kernel's
@@ -180,10 +175,10 @@ def write_invert_cells_csv(out, run, a):
         header += [f"{which}_{stat}_ratio" for which in INVERT_CELL_WHICH]
     header.append("met")
     rows = []
-    for model, f in per_model(run, a).items():
-        for v in invert_cell_verdicts(model, f):
+    for model, f in a["per_model"].items():
+        for v in f["invert_cells"]:
             bars = dict(v.bars)
-            row = [model, v.issue, v.cell, control_of(v.cell), v.readers, v.bar_model,
+            row = [model, v.issue, v.cell, v.control, v.readers, v.bar_model,
                    "yes" if v.is_bar else "no"]
             for stat in stats:
                 value, control = v.series.get(stat, (float("nan"), float("nan")))
@@ -242,11 +237,11 @@ def cost_plot(source, x, col):
     return "plot " + ", ".join(parts)
 
 
-def write_plots(out, raw, a, rounds):
-    """gnuplot: cost against VMAs and RSS, and one stall chart per size
-    (a size without a condition measured on both kernels, as in a run
-    without the stock kernel, gets none). Sets a["stall_plots"]."""
-    header = [h for h, _ in cost_columns(rounds)]
+def write_plots(out, raw, a):
+    """gnuplot: cost against VMAs and RSS, and one stall chart per size of
+    a["stall_charts"] (a size without a condition measured on both kernels,
+    as in a run without the stock kernel, has none)."""
+    header = [h for h, _ in cost_columns(a)]
 
     def col(name):
         return header.index(name) + 1
@@ -267,19 +262,13 @@ def write_plots(out, raw, a, rounds):
     if not any(not rss_key(r["rss"])[1] for r in a["cost_rows"]):
         gp, plots = gp[:5], []     # no spread cell: no cost plot
     dat_header = ["cond"] + [f"{k}_{stat}" for stat, k, _ in STALL_BARS]
-    for vmas, rss in stall_sizes(a["stall"]):
+    for (vmas, rss), conds in a["stall_charts"].items():
         dat = os.path.join(raw, f"stall-{vmas}-{rss}.dat")
-        lines = 0
         with open(dat, "w") as f:
             f.write("# " + " ".join(dat_header) + "\n")
-            for cond in STALL_CONDS:
-                got = {k: a["stall"].get((k, vmas, rss, cond)) for k in KERNELS}
-                if all(got.values()):
-                    f.write(f'"{cond}" ' + " ".join(f"{got[k][stat]:.1f}" for stat, k, _ in STALL_BARS)
-                            + "\n")
-                    lines += 1
-        if not lines:
-            continue
+            for cond in conds:
+                f.write(f'"{cond}" ' + " ".join(f"{a['stall'][(k, vmas, rss, cond)][stat]:.1f}"
+                                                for stat, k, _ in STALL_BARS) + "\n")
         name = f"stall-{vmas}-{rss}.png"
         bars = ", ".join(f'"{dat if i == 0 else ""}" using {dat_header.index(f"{k}_{stat}") + 1}'
                          + (":xtic(1)" if i == 0 else "") + f' title "{k} {stat}" lc rgb "{color}"'
@@ -292,7 +281,6 @@ def write_plots(out, raw, a, rounds):
                'set ylabel "latency per operation (us, log; TCG guest, emulated)"',
                'set xlabel "readers"', "plot " + bars, 'set datafile separator ","']
         plots.append(name)
-    a["stall_plots"] = [p for p in plots if p.startswith("stall-")]
     if not plots:
         return plots
     script = os.path.join(raw, "plots.gp")

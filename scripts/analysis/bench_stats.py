@@ -1,46 +1,55 @@
-"""The figures of a scripts/bench run: medians, ratios, fits, the stall,
-inversion and moves summaries and the bars (see scripts/analysis/analyze.py).
+"""The figures and verdicts of a scripts/bench run, computed once: the
+compute step of analyze.py (load -> compute -> write). analyse() turns the
+loaded run (bench_load.RawRun, and one per preemption model) and any other
+sources of cost figures into one result, a dict that bench_report.py and
+bench_readme.py only format: the cost rows and their fits, the stall,
+inversion, moves and fleet summaries, every bar's verdict and the bars
+themselves (BARS). same_boot_cells is the figures of one boot's cost
+records, for analyze.py --cost and icount.py alike.
 
 Standard library only. Times: cost in ms, stall and inversion in µs.
 """
 import math
 import random
+from collections import namedtuple
 from dataclasses import dataclass
+from types import SimpleNamespace
 
-from bench_load import INVERT_MOVE_SUFFIX, INVERT_SWAP_SUFFIX, MOVERS
+from bench_load import (INVERT_MOVE_SUFFIX, INVERT_SWAP_SUFFIX, KERNELS, MOVERS, SAME_BOOT_STOCK,
+                        STALL_CONDS, control_of, readers_of, rss_key, split_suffix)
 
-KERNELS = ("stock", "series")
-# The stock implementation beside the series in a bench-only kernel: a
-# cost method and a stall/inversion condition prefix (guest/bench/common.h).
-SAME_BOOT_STOCK = "rollup=smaps_rollup_stock"
-
-# The bars (the series issues' targets).
-SPEEDUP_CELL = (4000, "16")     # bar 1 is judged at 4,000 VMAs, 16 MiB
-MIN_SPEEDUP = 12                # bar 1: rollup >= 12x faster than smaps + C parser
-MAX_SLOWDOWN = 1.05             # bar 2: series within 5% of stock
-STALL_CONTROL_FACTOR = 1.3      # series p99 within 1.3x of the status control's
-STALL_EXCESS_FACTOR = 10        # series p99 above control >= 10x lower than stock's
-INVERT_MEAN_FACTOR = 1.2        # mapper mean within 1.2x of the status control's
-# The cells with swap entries (issue #31): bench-invert's conditions with
-# INVERT_SWAP_SUFFIX (every 64th page of the mapper's region kept paged
-# out) and bench-target's layouts with swap, each with the layout it adds
-# swap to: p (every 64th page of h's heap paged out), s (half the shmem of
-# the spread layout). Their bars, judged under CONFIG_PREEMPT (model
-# SWAP_BAR_MODEL; the other models' are for comparison): the stall's
-# STALL_CONTROL_FACTOR, and these.
-SWAP_LAYOUTS = {"p": "h", "s": ""}
-SWAP_BAR_MODEL = "full"
-SWAP_INVERT_MEAN_FACTOR = 1.1   # mapper mean within 1.1x of the status control's
-SWAP_INVERT_MAX_FACTOR = 1.2    # median of the per-run maxima within 1.2x of the control's
-# The inversion with UFFDIO_MOVE: bench-invert's conditions with
-# INVERT_MOVE_SUFFIX (a thread of the mapper moves 8 MiB back and forth
-# all along, as ART does). Its bar, judged under CONFIG_PREEMPT too: the
-# mapper's mean; the median of the per-run maxima is reported beside it
-# (no bar).
-MOVE_BAR_MODEL = "full"
-MOVE_INVERT_MEAN_FACTOR = 1.2   # mapper mean within 1.2x of the status control's
-# bench-invert's condition suffixes, in the tables' order.
-INVERT_SUFFIXES = (INVERT_SWAP_SUFFIX, INVERT_MOVE_SUFFIX)
+# The bars (the series issues' targets), which the README states.
+BARS = SimpleNamespace(
+    speedup_cell=(4000, "16"),  # bar 1 is judged at 4,000 VMAs, 16 MiB
+    min_speedup=12,             # bar 1: rollup >= 12x faster than smaps + C parser
+    max_slowdown=1.05,          # bar 2: series within 5% of stock
+    stall_control=1.3,          # series p99 within 1.3x of the status control's
+    stall_excess=10,            # series p99 above control >= 10x lower than stock's
+    invert_mean=1.2,            # mapper mean within 1.2x of the status control's
+    # The cells with swap entries (issue #31): bench-invert's conditions
+    # with INVERT_SWAP_SUFFIX (every 64th page of the mapper's region kept
+    # paged out) and bench-target's layouts with swap, each with the layout
+    # it adds swap to: p (every 64th page of h's heap paged out), s (half
+    # the shmem of the spread layout). Their bars, judged under
+    # CONFIG_PREEMPT (model swap_model; the other models' are for
+    # comparison): the stall's stall_control, and these.
+    swap_layouts={"p": "h", "s": ""},
+    swap_model="full",
+    swap_invert_mean=1.1,       # mapper mean within 1.1x of the status control's
+    swap_invert_max=1.2,        # median of the per-run maxima within 1.2x of the control's
+    # The inversion with UFFDIO_MOVE: bench-invert's conditions with
+    # INVERT_MOVE_SUFFIX (a thread of the mapper moves 8 MiB back and forth
+    # all along, as ART does). Its bar, judged under CONFIG_PREEMPT too: the
+    # mapper's mean; the median of the per-run maxima is reported beside it
+    # (no bar).
+    move_model="full",
+    move_invert_mean=1.2,       # mapper mean within 1.2x of the status control's
+    # Large folios (layout m): same boot, the series at most this fraction
+    # of stock's cost.
+    mthp_max_ratio=0.20,
+    # One VMA of 4 KiB pages (layouts o, c, f), same boot: the series at
+    # most this fraction of stock's cost (issue #32).
+    pages_max_ratio={"o": 0.70, "c": 0.80, "f": 0.80})
 # Fits: the VMA sweep is at this resident size, the resident sweep at this VMA count.
 VMA_SWEEP_RSS = "16"
 RSS_SWEEP_VMAS = 4000
@@ -62,6 +71,9 @@ FITTED = (("series", "smaps", "1. smaps + C parser"), ("series", "awk", "2. awk 
           ("series", "status", "5. status VmRSS"), ("host", "smaps", "host: smaps + C parser"),
           ("host", "rollup", "host: smaps_rollup"))
 HOST_METHODS = ("smaps", "awk", "rollup", "status")
+# The methods of one boot's cost records (guest/bench/icount): the series'
+# file, stock's beside it, and the maps and status controls.
+SAME_BOOT_METHODS = ("rollup", SAME_BOOT_STOCK, "maps", "status")
 
 
 def percentile(values, q):
@@ -138,15 +150,28 @@ def bootstrap_ratio(a, b, iterations=BOOTSTRAP_ITERATIONS, seed=1):
     return percentile(ratios, CI_LOW), percentile(ratios, CI_HIGH)
 
 
-def rss_key(rss):
-    """RSS_MIB[LAYOUT] as bench-target takes it: (512, ''), (512, 'h')..."""
-    mib = rss.rstrip("hpusdamocf")
-    return int(mib), rss[len(mib):]
-
-
 # ------------------------------------------------------------------ cost
-def cost_row(run, vmas, rss):
-    """One cost cell: per column its median, p90 and count, then the ratios."""
+def same_boot_cells(reads):
+    """The figures of one boot's cost records, READS (bench_load.cost_file:
+    {cell: {method: [ns]}}): per cell, in order, the median of each
+    SAME_BOOT_METHODS, the series' over stock's beside it, and the series'
+    fastest and slowest read over its median. Fails on a cell without
+    reads of one of the methods."""
+    cells = {}
+    for cell, by_method in reads.items():
+        missing = [m for m in SAME_BOOT_METHODS if not by_method.get(m)]
+        if missing:
+            raise ValueError(f"cell {cell} has no reads of {', '.join(missing)}")
+        med = {m: median(by_method[m]) for m in SAME_BOOT_METHODS}
+        series = by_method["rollup"]
+        cells[cell] = dict(median=med, series_over_stock=med["rollup"] / med[SAME_BOOT_STOCK],
+                           spread=(min(series) / med["rollup"], max(series) / med["rollup"]))
+    return cells
+
+
+def cost_row(run, vmas, rss, sources):
+    """One cost cell: per column its median, p90 and count, then the ratios,
+    and each source's series/stock in the same boot (NaN: not measured)."""
     info = run.cell_info.get(("series", vmas, rss)) or run.cell_info[("stock", vmas, rss)]
     row = {"vmas": vmas, "rss": rss, "nvmas": info[0], "rss_mib": info[1] / 1024,
            "median": {}, "p90": {}, "n": {}}
@@ -174,17 +199,114 @@ def cost_row(run, vmas, rss):
     row["same_boot_by_round"] = {
         r: ratio(median(run.samples("series", vmas, rss, "rollup", r)),
                  median(run.samples("series", vmas, rss, SAME_BOOT_STOCK, r))) for r in run.rounds}
-    row["host"] = {m: median(run.samples("host", vmas, rss, m)) for m in HOST_METHODS}
+    host = row["host"] = {m: median(run.samples("host", vmas, rss, m)) for m in HOST_METHODS}
+    row["host_smaps_over_rollup"] = ratio(host["smaps"], host["rollup"])
+    row["host_awk_over_rollup"] = ratio(host["awk"], host["rollup"])
+    row["host_rollup_over_status"] = ratio(host["rollup"], host["status"])
+    cell = f"{vmas}:{rss}"
+    row["sources"] = {name: cells[cell]["series_over_stock"] if cell in cells else NAN
+                      for name, cells in sources.items()}
     return row
 
 
-def cost_rows(run):
-    """Every cell measured on the series kernel, plain layout first."""
+def cost_rows(run, sources=None):
+    """Every cell measured on the series kernel, plain layout first.
+    SOURCES: {name: its same_boot_cells}."""
     cells = {(k[1], k[2]) for k in run.cost if k[0] == "series"}
     layout_order = ("", "h", "p", "u", "s", "d", "a", "m", "o", "c", "f")
     ordered = sorted(cells, key=lambda c: (layout_order.index(rss_key(c[1])[1]), c[0],
                                            rss_key(c[1])[0]))
-    return [cost_row(run, vmas, rss) for vmas, rss in ordered]
+    return [cost_row(run, vmas, rss, sources or {}) for vmas, rss in ordered]
+
+
+def cost_long(run):
+    """Every kernel, cell and method: (kernel, vmas, rss, nvmas, rss_kb,
+    method, reads, median, p90, fastest), for cost-long.csv."""
+    rows = []
+    for kernel, vmas, rss, method in sorted(run.cost):
+        ms = run.samples(kernel, vmas, rss, method)
+        rows.append((kernel, vmas, rss, *run.cell_info[(kernel, vmas, rss)], method, len(ms),
+                     median(ms), percentile(ms, 0.9), min(ms)))
+    return rows
+
+
+def layout_rows(rows, *layouts):
+    return [r for r in rows if rss_key(r["rss"])[1] in layouts]
+
+
+def speedup_bar(spread):
+    """Bar 1 at BARS.speedup_cell, or None: the speedup, how far short of
+    the bar, and the cells of as many VMAs with more memory."""
+    cell = next((r for r in spread if (r["vmas"], r["rss"]) == BARS.speedup_cell), None)
+    if not cell:
+        return None
+    speedup = cell["smaps_over_rollup"]
+    return dict(row=cell, speedup=speedup, met=speedup >= BARS.min_speedup,
+                short_by=BARS.min_speedup - speedup,
+                short_pct=100 * (1 - speedup / BARS.min_speedup),
+                more=[r for r in spread if r["vmas"] == cell["vmas"] and r is not cell])
+
+
+def slowdown_bar(spread):
+    """Bar 2 over the spread cells, or None: the lowest series/stock, the
+    worst cell, those over the bar; no_stock without a stock kernel."""
+    if not spread:
+        return None
+    over = [r for r in spread if r["series_over_stock"] > BARS.max_slowdown]
+    return dict(no_stock=all(math.isnan(r["series_over_stock"]) for r in spread),
+                lowest=min(r["series_over_stock"] for r in spread), over=over,
+                worst=max(spread, key=lambda r: r["series_over_stock"]), met=not over)
+
+
+def dense_bar(dense):
+    """Bar 2 on the dense cells, or None, judged on the same-boot ratio
+    where the series kernel had the stock file."""
+    def judged(r):
+        same_boot = r["same_boot_series_over_stock"]
+        return r["series_over_stock"] if math.isnan(same_boot) else same_boot
+    return dict(rows=dense, met=all(judged(r) <= BARS.max_slowdown for r in dense)) if dense \
+        else None
+
+
+def mthp_bar(mthp, pages):
+    """The 64 KiB folio cells against stock's implementation in the same
+    boot, or None; and pairs (folio row, 4 KiB pages row, folio/pages) with
+    PAGES, the same memory in 4 KiB pages."""
+    if not mthp:
+        return None
+    pages = {(r["vmas"], rss_key(r["rss"])[0]): r for r in pages}
+    pairs = [(m, pages[(m["vmas"], rss_key(m["rss"])[0])]) for m in mthp
+             if (m["vmas"], rss_key(m["rss"])[0]) in pages]
+    return dict(rows=mthp,
+                met=all(r["same_boot_series_over_stock"] <= BARS.mthp_max_ratio for r in mthp),
+                pairs=[(m, p, m["median"]["series"] / p["median"]["series"]) for m, p in pairs],
+                cheaper=all(m["median"]["series"] < p["median"]["series"] for m, p in pairs))
+
+
+def pages_bars(rows):
+    """The one-VMA cells against stock's implementation in the same boot:
+    (row, its bar, measured, met)."""
+    bars = []
+    for r in rows:
+        bar, same_boot = (BARS.pages_max_ratio.get(rss_key(r["rss"])[1]),
+                          r["same_boot_series_over_stock"])
+        if bar is not None:
+            bars.append((r, bar, not math.isnan(same_boot), same_boot <= bar))
+    return bars
+
+
+def cost_bars(rows):
+    """The cost bars' verdicts (each None, or empty, without its cells)."""
+    spread = layout_rows(rows, "")
+    return dict(speedup_bar=speedup_bar(spread), slowdown_bar=slowdown_bar(spread),
+                dense_bar=dense_bar(layout_rows(rows, "d")),
+                mthp_bar=mthp_bar(layout_rows(rows, "m"), layout_rows(rows, "a")),
+                pages_bars=pages_bars(rows))
+
+
+def example_cell(fields):
+    """The cell whose fields the README shows: bar 1's, else the first; or None."""
+    return (BARS.speedup_cell if BARS.speedup_cell in fields else min(fields)) if fields else None
 
 
 def fits(run, rows):
@@ -220,33 +342,6 @@ def fits(run, rows):
 
 
 # ------------------------------------------------------------------ stall
-def split_suffix(cond):
-    """(COND without its INVERT_SUFFIXES, those it had, as written):
-    rollup:1+swap gives (rollup:1, +swap), status:2+move (status:2, +move),
-    none+swap+move (none, +swap+move), rollup:1 (rollup:1, "")."""
-    suffix = ""
-    while True:
-        found = next((s for s in INVERT_SUFFIXES if cond.endswith(s) and len(cond) > len(s)),
-                     None)
-        if not found:
-            return cond, suffix
-        cond, suffix = cond[:-len(found)], found + suffix
-
-
-def readers_of(cond):
-    """The reader count of a condition: none 0, status:2 2, rollup=FILE:1 1,
-    rollup:1+swap 1."""
-    cond = split_suffix(cond)[0]
-    return int(cond.rsplit(":", 1)[1]) if ":" in cond else 0
-
-
-def control_of(cond):
-    """The status control of a condition: status:N, its suffixes (+swap,
-    +move) kept."""
-    base, suffix = split_suffix(cond)
-    return f"status:{readers_of(base)}{suffix}"
-
-
 def stall_summary(runs):
     total = [x for r in runs for x in r.total_us]
     return dict(rounds=len(runs), ops=len(total),
@@ -262,12 +357,14 @@ def stall_summary(runs):
 
 
 def stall_summaries(run):
-    """(kernel, vmas, rss, cond) -> summary, with p99 above its status control."""
+    """(kernel, vmas, rss, cond) -> summary, with p99 above and over its
+    status control's."""
     summaries = {key: stall_summary(runs) for key, runs in run.stall.items()}
     for (kernel, vmas, rss, cond), s in summaries.items():
         control = summaries.get((kernel, vmas, rss, control_of(cond)))
         s["above_control"] = (s["p99"] - control["p99"]
                               if control and not cond.startswith("status") else NAN)
+        s["p99_over_control"] = ratio(s["p99"], control["p99"]) if control else NAN
     return summaries
 
 
@@ -275,8 +372,25 @@ def stall_sizes(summaries):
     return sorted({(k[1], k[2]) for k in summaries}, key=lambda c: (c[0], rss_key(c[1])))
 
 
+def stall_charts(summaries):
+    """{(vmas, rss): the STALL_CONDS measured on both kernels}: the sizes
+    with a chart, in order."""
+    charts = {}
+    for vmas, rss in stall_sizes(summaries):
+        conds = [c for c in STALL_CONDS if all((k, vmas, rss, c) in summaries for k in KERNELS)]
+        if conds:
+            charts[(vmas, rss)] = conds
+    return charts
+
+
+def tenfold(stock_excess, series_excess):
+    return stock_excess > 0 and BARS.stall_excess * series_excess <= stock_excess
+
+
 @dataclass
 class StallVerdict:
+    """The stall bars at one size and reader count: within_control,
+    excess_tenfold, same_boot_tenfold (None without same_boot), no_worse."""
     vmas: int
     rss: str
     readers: int
@@ -286,26 +400,12 @@ class StallVerdict:
     stock_control: dict
     same_boot: dict         # the stock file on the series kernel, or None
 
-    @property
-    def within_control(self):
-        return self.series["p99"] <= STALL_CONTROL_FACTOR * self.series_control["p99"]
-
-    @staticmethod
-    def tenfold(stock_excess, series_excess):
-        return stock_excess > 0 and STALL_EXCESS_FACTOR * series_excess <= stock_excess
-
-    @property
-    def excess_tenfold(self):
-        return self.tenfold(self.stock["above_control"], self.series["above_control"])
-
-    @property
-    def same_boot_tenfold(self):
-        return self.same_boot and self.tenfold(self.same_boot["above_control"],
-                                               self.series["above_control"])
-
-    @property
-    def no_worse(self):
-        return self.series["p99"] <= self.stock["p99"]
+    def __post_init__(self):
+        s, st, sb = self.series, self.stock, self.same_boot
+        self.within_control = s["p99"] <= BARS.stall_control * self.series_control["p99"]
+        self.excess_tenfold = tenfold(st["above_control"], s["above_control"])
+        self.same_boot_tenfold = sb and tenfold(sb["above_control"], s["above_control"])
+        self.no_worse = s["p99"] <= st["p99"]
 
 
 def stall_verdicts(summaries):
@@ -324,7 +424,8 @@ def stall_verdicts(summaries):
 
 # -------------------------------------------------------------- inversion
 def invert_summaries(run):
-    """(kernel, cond) -> medians over the runs of the mapper's mean and max (µs)."""
+    """(kernel, cond) -> medians over the runs of the mapper's mean and max
+    (µs), with its status control's and the mean over the control's."""
     out = {}
     for (kernel, cond), runs in run.invert.items():
         out[(kernel, cond)] = dict(
@@ -336,44 +437,60 @@ def invert_summaries(run):
             munmap_mean=median([r.munmap_mean_us for r in runs]),
             munmap_max=median([r.munmap_max_us for r in runs]),
             reads=median([r.reads for r in runs]))
+    for (kernel, cond), s in out.items():
+        control = out.get((kernel, control_of(cond)))
+        s["control_mean"], s["control_max"] = (control["mean"], control["max"]) if control \
+            else (NAN, NAN)
+        s["mean_over_control"] = ratio(s["mean"], s["control_mean"])
     return out
 
 
+# A rollup condition of one kernel against its status control: mean_ok
+# (within BARS.invert_mean of the control's), max_ok (no worse), is_bar
+# (the series kernel's rollup:N; the others for comparison).
+InvertVerdict = namedtuple("InvertVerdict", "kernel cond summary control mean_ok max_ok is_bar")
+
+
 def invert_verdicts(summaries):
-    """Per kernel, rollup condition: (kernel, cond, it, its status control,
-    mean within INVERT_MEAN_FACTOR of the control's, max no worse). Not the
-    conditions with a suffix: swap_verdicts holds the +swap ones to issue
-    #31's bars, move_verdicts the +move ones to the move bar."""
+    """Per kernel, rollup condition with a status control, an InvertVerdict.
+    Not the conditions with a suffix: swap_verdicts holds the +swap ones to
+    issue #31's bars, move_verdicts the +move ones to the move bar."""
     verdicts = []
     for (kernel, cond), s in sorted(summaries.items()):
         control = summaries.get((kernel, control_of(cond)))
         if cond.startswith("status") or not control or split_suffix(cond)[1]:
             continue
-        verdicts.append((kernel, cond, s, control,
-                         s["mean"] <= INVERT_MEAN_FACTOR * control["mean"],
-                         s["max"] <= control["max"]))
+        verdicts.append(InvertVerdict(kernel, cond, s, control,
+                                      s["mean"] <= BARS.invert_mean * control["mean"],
+                                      s["max"] <= control["max"],
+                                      kernel == "series" and cond.startswith("rollup:")))
     return verdicts
 
 
 # ------------------------------------------------------- swap and moves
 # The figures each kind of swap cell is held to: (summary key, bar).
-SWAP_BARS = {"invert": (("mean", SWAP_INVERT_MEAN_FACTOR), ("max", SWAP_INVERT_MAX_FACTOR)),
-             "stall": (("p99", STALL_CONTROL_FACTOR),)}
+SWAP_BARS = {"invert": (("mean", BARS.swap_invert_mean), ("max", BARS.swap_invert_max)),
+             "stall": (("p99", BARS.stall_control),)}
 # The inversion with UFFDIO_MOVE's: a bar of None is a figure reported
 # beside the bar, not held to one.
-MOVE_BARS = (("mean", MOVE_INVERT_MEAN_FACTOR), ("max", None))
+MOVE_BARS = (("mean", BARS.move_invert_mean), ("max", None))
+# What a swap or move verdict compares, each over its status control.
+SWAP_WHICH = ("series", "stock_file", "stock", "plain")
 
 
 @dataclass
 class SwapVerdict:
     """A cell in one preemption model against its issue's bars: with swap
     entries (issue #31: the +swap inversion conditions, the stall layouts of
-    SWAP_LAYOUTS) or, for the +move inversion conditions, with UFFDIO_MOVE
-    (issue = "move"). Each of series, stock_file, stock and plain maps a
-    figure of BARS to (its value, its status control's), or is empty when
-    not measured: the series rollup (the bar), stock's implementation in the
-    same boot, the stock kernel's rollup, the series rollup on the same cell
-    without swap (without the moves)."""
+    BARS.swap_layouts) or, for the +move inversion conditions, with
+    UFFDIO_MOVE (issue = "move"). Each of series, stock_file, stock and
+    plain maps a figure of BARS to (its value, its status control's), or is
+    empty when not measured: the series rollup (the bar), stock's
+    implementation in the same boot, the stock kernel's rollup, the series
+    rollup on the same cell without swap (without the moves), plain_cell.
+    Its verdict: bars ((summary key, bar or None: reported only)), judged
+    under bar_model (is_bar: this is that model), control (the status
+    condition), ratios ({which: {stat: value over the control's}}), met."""
     model: str
     kind: str           # invert or stall
     cell: str           # invert: the condition (rollup:1+swap); stall: VMAS:RSS (16000:128p)
@@ -383,28 +500,21 @@ class SwapVerdict:
     stock: dict
     plain: dict
     issue: str = "swap"  # swap or move
+    plain_cell: str = ""
 
-    @property
-    def bars(self):
-        """(summary key, bar or None: reported only), in the report's order."""
-        return MOVE_BARS if self.issue == "move" else SWAP_BARS[self.kind]
-
-    @property
-    def bar_model(self):
-        return MOVE_BAR_MODEL if self.issue == "move" else SWAP_BAR_MODEL
-
-    @property
-    def is_bar(self):
-        return self.model == self.bar_model
+    def __post_init__(self):
+        move = self.issue == "move"
+        self.bars = MOVE_BARS if move else SWAP_BARS[self.kind]
+        self.bar_model = BARS.move_model if move else BARS.swap_model
+        self.is_bar = self.model == self.bar_model
+        self.control = control_of(self.cell) if self.kind == "invert" else f"status:{self.readers}"
+        self.ratios = {which: {stat: ratio(*pair) for stat, pair in getattr(self, which).items()}
+                       for which in SWAP_WHICH}
+        self.met = all(self.ratio("series", stat) <= bar for stat, bar in self.bars
+                       if bar is not None)
 
     def ratio(self, which, stat):
-        pair = getattr(self, which).get(stat)
-        return ratio(*pair) if pair else NAN
-
-    @property
-    def met(self):
-        return all(self.ratio("series", stat) <= bar for stat, bar in self.bars
-                   if bar is not None)
+        return self.ratios[which].get(stat, NAN)
 
 
 def over_control(summaries, key, control_key, stats):
@@ -428,21 +538,22 @@ def invert_suffix_verdicts(model, inv, suffix, issue, stats):
             verdicts.append(SwapVerdict(
                 model, "invert", f"rollup:{n}{suffix}", n, series,
                 invert("series", f"{SAME_BOOT_STOCK}:{n}"), invert("stock", f"rollup:{n}"),
-                invert("series", f"rollup:{n}", ""), issue))
+                invert("series", f"rollup:{n}", ""), issue, plain_cell=f"rollup:{n}"))
     return verdicts
 
 
 def swap_verdicts(model, figures):
     """The swap cells of one model's FIGURES (its stall and invert
     summaries): the +swap inversion conditions and the stall cells of
-    SWAP_LAYOUTS, per reader count."""
+    BARS.swap_layouts, per reader count."""
     verdicts = invert_suffix_verdicts(model, figures["invert"], INVERT_SWAP_SUFFIX, "swap",
                                       [stat for stat, _ in SWAP_BARS["invert"]])
     st = figures["stall"]
     for vmas, rss in stall_sizes(st):
         mib, layout = rss_key(rss)
-        if layout not in SWAP_LAYOUTS:
+        if layout not in BARS.swap_layouts:
             continue
+        plain_rss = f"{mib}{BARS.swap_layouts[layout]}"
         for n in sorted({readers_of(k[3]) for k in st if k[1:3] == (vmas, rss)} - {0}):
             def stall(kernel, cond, cell=rss):
                 return over_control(st, (kernel, vmas, cell, cond),
@@ -452,7 +563,7 @@ def swap_verdicts(model, figures):
                 verdicts.append(SwapVerdict(
                     model, "stall", f"{vmas}:{rss}", n, series,
                     stall("series", f"{SAME_BOOT_STOCK}:{n}"), stall("stock", f"rollup:{n}"),
-                    stall("series", f"rollup:{n}", f"{mib}{SWAP_LAYOUTS[layout]}")))
+                    stall("series", f"rollup:{n}", plain_rss), plain_cell=f"{vmas}:{plain_rss}"))
     return verdicts
 
 
@@ -463,18 +574,7 @@ def move_verdicts(model, figures):
                                   [stat for stat, _ in MOVE_BARS])
 
 
-def invert_cell_verdicts(model, figures):
-    """The inversion cells with a suffix of one model: +swap's, then +move's."""
-    return [v for v in swap_verdicts(model, figures) if v.kind == "invert"] \
-        + move_verdicts(model, figures)
-
-
 # ------------------------------------------------------------------ moves
-# bench-moves' methods, in the report's order: the series' file (on the
-# stock kernel: stock's), stock's beside it, the status control.
-MOVES_METHODS = ("rollup", SAME_BOOT_STOCK, "status")
-
-
 def moves_summaries(run):
     """(kernel, mover, mib, period_us, method) -> reads, wrong, over, under summed
     over the rounds, the wrong share, and the median of the read medians."""
@@ -498,6 +598,7 @@ def moves_cells(summaries):
 
 @dataclass
 class MovesVerdict:
+    """The moves bar on one cell: no_more_wrong, none_under, met (both)."""
     mover: str              # bench_load.MOVERS
     mib: int
     period_us: int
@@ -505,17 +606,10 @@ class MovesVerdict:
     stock: dict             # stock's implementation in the same boot, else the stock kernel's
     same_boot: bool
 
-    @property
-    def no_more_wrong(self):
-        return self.series["share"] <= self.stock["share"]
-
-    @property
-    def none_under(self):
-        return self.series["under"] == 0
-
-    @property
-    def met(self):
-        return self.no_more_wrong and self.none_under
+    def __post_init__(self):
+        self.no_more_wrong = self.series["share"] <= self.stock["share"]
+        self.none_under = self.series["under"] == 0
+        self.met = self.no_more_wrong and self.none_under
 
 
 def moves_verdicts(summaries):
@@ -532,25 +626,6 @@ def moves_verdicts(summaries):
     return verdicts
 
 
-# ------------------------------------------------------- preemption models
-# The layouts whose cost cells every preemption model runs (scripts/bench).
-MODEL_LAYOUTS = ("u", "d")
-
-
-def model_figures(run):
-    """What a preemption model's boots show: stall, inversion and moves
-    summaries, and the cost rows of the half-untouched and dense cells."""
-    return dict(stall=stall_summaries(run), invert=invert_summaries(run),
-                moves=moves_summaries(run),
-                cost_rows=[r for r in cost_rows(run) if rss_key(r["rss"])[1] in MODEL_LAYOUTS])
-
-
-def per_model(run, figures):
-    """model -> its figures: every model's (figures["models"]), or the one
-    model's of a run that had one."""
-    return figures.get("models") or {run.model: figures}
-
-
 # ------------------------------------------------------------------ fleet
 def fleet_summaries(run):
     """Per (kernel, method): processes spawned, median PIDs swept and read,
@@ -559,6 +634,16 @@ def fleet_summaries(run):
                       sweeps=len(d["ms"]), median_ms=median(d["ms"]),
                       p90_ms=percentile(d["ms"], 0.9))
             for key, d in run.fleet.items()}
+
+
+def fleet_figures(run):
+    """The fleet summaries, series over stock per round (fleet_ratios) and
+    pooled (fleet_series_over_stock, None without both kernels)."""
+    fleet = fleet_summaries(run)
+    stock, series = (fleet.get((k, "rollup")) for k in KERNELS)
+    return dict(fleet=fleet, fleet_ratios=fleet_by_round_ratio(run),
+                fleet_series_over_stock=series["median_ms"] / stock["median_ms"]
+                if stock and series else None)
 
 
 def fleet_by_round_ratio(run):
@@ -571,3 +656,52 @@ def fleet_by_round_ratio(run):
             ratios.append((median(parts[0]) / median(parts[1])) /
                           (median(parts[2]) / median(parts[3])))
     return ratios
+
+
+# ---------------------------------------------------------------- the run
+# The layouts whose cost cells every preemption model runs (scripts/bench).
+MODEL_LAYOUTS = ("u", "d")
+
+
+def model_figures(run, rows):
+    """What every preemption model's boots show: its cost ROWS, the stall,
+    inversion and moves summaries and the verdicts on them."""
+    f = dict(cost_rows=rows, stall=stall_summaries(run), invert=invert_summaries(run),
+             moves=moves_summaries(run))
+    f.update(stall_sizes=stall_sizes(f["stall"]),
+             stall_readers=sorted({readers_of(k[3]) for k in f["stall"]} - {0}),
+             swap_verdicts=swap_verdicts(run.model, f), move_verdicts=move_verdicts(run.model, f),
+             moves_cells=moves_cells(f["moves"]), moves_verdicts=moves_verdicts(f["moves"]))
+    # The inversion cells with a suffix: +swap's, then +move's.
+    f["invert_cells"] = [v for v in f["swap_verdicts"] if v.kind == "invert"] + f["move_verdicts"]
+    return f
+
+
+def analyse(run, model_runs=(), sources=None):
+    """The one result of a run: every figure and verdict the writers show.
+    RUN: the run's first preemption model, the whole plan; MODEL_RUNS: every
+    model's (RUN first) when the run had another than the default, whose
+    half-untouched and dense cost cells, stall, inversion and moves go side
+    by side; SOURCES: {name: one boot's cost records (bench_load.cost_file)}
+    whose series/stock each cost row gets.
+
+    The result holds RUN's model_figures and: run, bars (BARS), sources
+    (their names), cost_long, fits, stall_verdicts, stall_charts,
+    invert_verdicts, the cost_bars, example_cell, the fleet_figures;
+    per_model, {model: its model_figures}; and models, the same, only when
+    MODEL_RUNS."""
+    cells = {name: same_boot_cells(reads) for name, reads in (sources or {}).items()}
+    rows = cost_rows(run, cells)
+    a = model_figures(run, rows)
+    per_model = {run.model: a}
+    if model_runs:
+        per_model = {m.model: dict(a, cost_rows=layout_rows(rows, *MODEL_LAYOUTS)) if m is run
+                     else model_figures(m, layout_rows(cost_rows(m), *MODEL_LAYOUTS))
+                     for m in model_runs}
+        a["models"] = per_model
+    a.update(run=run, bars=BARS, sources=list(cells), per_model=per_model,
+             cost_long=cost_long(run), fits=fits(run, rows),
+             stall_verdicts=stall_verdicts(a["stall"]), stall_charts=stall_charts(a["stall"]),
+             invert_verdicts=invert_verdicts(a["invert"]), example_cell=example_cell(run.fields),
+             **cost_bars(rows), **fleet_figures(run))
+    return a

@@ -1,38 +1,27 @@
 #!/usr/bin/env python3
-"""Summarise guest/bench/icount's records: instructions per read.
+"""Summarise one boot's bench-read cost records: the cost of a read.
 
-    icount.py COST_CSV
+    icount.py [--label icount|native] COST_CSV
 
-COST_CSV holds bench-read's cost records (guest/bench/records.h), timed by
-a guest clock that counts one nanosecond per instruction (QEMU -icount
-shift=0). Prints a Markdown table, one row per cell: the median
-instructions of a read of smaps_rollup and of stock's implementation beside
-it in the same boot, their ratio, the spread of the series' reads, and maps
-and status as controls.
+COST_CSV holds bench-read's cost records (guest/bench/records.h). Label
+icount (the default): guest/bench/icount's, timed by a guest clock that
+counts one nanosecond per instruction (QEMU -icount shift=0); native: the
+same records timed in nanoseconds on a natively booted kernel. Prints a
+Markdown table, one row per cell: the median instructions (ns) of a read
+of smaps_rollup and of stock's implementation beside it in the same boot,
+their ratio, the spread of the series' reads, and maps and status as
+controls. Load (bench_load.cost_file) -> compute
+(bench_stats.same_boot_cells, which analyze.py --cost uses too) -> write.
 """
-import statistics
 import sys
 
-SERIES, STOCK = 'rollup', 'rollup=smaps_rollup_stock'
-CONTROLS = ('maps', 'status')
+import bench_load
+import bench_stats
 
-
-def load(path):
-    reads, order = {}, []
-    try:
-        f = open(path)
-    except OSError as e:
-        sys.exit('icount.py: %s' % e)
-    with f:
-        for line in f:
-            rec = line.rstrip('\n').split(',')
-            if rec[0] != 'cost' or len(rec) != 9:
-                continue
-            cell = rec[1] + ':' + rec[2]
-            if cell not in order:
-                order.append(cell)
-            reads.setdefault((cell, rec[5]), []).append(int(rec[7]))
-    return reads, order
+SERIES, STOCK = 'rollup', bench_stats.SAME_BOOT_STOCK
+# What a label's records count.
+UNITS = {'icount': 'instructions', 'native': 'ns'}
+USAGE = 'usage: icount.py [--label %s] COST_CSV' % '|'.join(UNITS)
 
 
 def minstr(ns):
@@ -40,28 +29,25 @@ def minstr(ns):
 
 
 def main(argv):
-    if len(argv) != 2:
-        sys.exit('usage: icount.py COST_CSV')
-    reads, order = load(argv[1])
-    if not order:
-        sys.exit('icount.py: no cost records in %s' % argv[1])
-    print('| cell | series, M instructions | stock | series / stock '
-          '| series min-max / median | maps | status |')
+    args, label = argv[1:], 'icount'
+    if args[:1] == ['--label'] and len(args) == 3 and args[1] in UNITS:
+        label, args = args[1], args[2:]
+    if len(args) != 1:
+        sys.exit(USAGE)
+    try:
+        cells = bench_stats.same_boot_cells(bench_load.cost_file(args[0]))
+    except (OSError, ValueError) as e:
+        sys.exit('icount.py: %s' % e)
+    if not cells:
+        sys.exit('icount.py: no cost records in %s' % args[0])
+    print('| cell | series, M %s | stock | series / stock '
+          '| series min-max / median | maps | status |' % UNITS[label])
     print('|---|---:|---:|---:|---|---:|---:|')
-    for cell in order:
-        missing = [m for m in (SERIES, STOCK) + CONTROLS
-                   if not reads.get((cell, m))]
-        if missing:
-            sys.exit('icount.py: cell %s has no reads of %s'
-                     % (cell, ', '.join(missing)))
-        med = {m: statistics.median(reads[(cell, m)])
-               for m in (SERIES, STOCK) + CONTROLS}
-        s = reads[(cell, SERIES)]
+    for cell, c in cells.items():
+        med, (low, high) = c['median'], c['spread']
         print('| %s | %s | %s | **%.3f** | %.3f-%.3f | %s | %s |' % (
-            cell, minstr(med[SERIES]), minstr(med[STOCK]),
-            med[SERIES] / med[STOCK], min(s) / med[SERIES],
-            max(s) / med[SERIES], minstr(med['maps']),
-            '%.0f k' % (med['status'] / 1e3)))
+            cell, minstr(med[SERIES]), minstr(med[STOCK]), c['series_over_stock'],
+            low, high, minstr(med['maps']), '%.0f k' % (med['status'] / 1e3)))
 
 
 if __name__ == '__main__':

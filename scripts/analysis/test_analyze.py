@@ -5,7 +5,8 @@ the raw output of a real `QUICK=1 scripts/bench` (guest/bench/measure in
 real guests, the kernel copies left out): the figures
 analyze.py derives from it are checked against the raw CSVs read here
 with the csv module, so that the real format drifting from what
-bench_load.py reads fails here.
+bench_load.py reads fails here. testdata/native/cost.csv, a native boot's
+cost records (synthesise.py too), is another source of cost figures.
 
     cd scripts/analysis && python3 -m unittest -v test_analyze     (or scripts/tests/run)
 """
@@ -22,32 +23,37 @@ import unittest
 import analyze
 import bench_load
 import bench_stats
+import icount
 
 TESTDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata")
 RAW = os.path.join(TESTDATA, "run")
 RECORDED = os.path.join(TESTDATA, "quick")
+NATIVE = os.path.join(TESTDATA, "native", "cost.csv")
 
 
-def analyse_copy(raw_dir, tmp):
+def analyse_copy(raw_dir, tmp, costs=None):
     """analyze.main on a copy of RAW_DIR (the plots' data files go into the
-    raw directory): (raw run, figures, README text, output directory)."""
+    raw directory), with the cost sources COSTS: (raw run, figures, README
+    text, output directory)."""
     raw = os.path.join(tmp, "raw")
     shutil.copytree(raw_dir, raw)
     out = os.path.join(tmp, "results")
     with contextlib.redirect_stdout(io.StringIO()):
-        raw_run, figures = analyze.main(raw, out, plots=shutil.which("gnuplot") is not None)
+        raw_run, figures = analyze.main(raw, out, plots=shutil.which("gnuplot") is not None,
+                                        costs=costs)
     with open(os.path.join(out, "README.md")) as f:
         return raw_run, figures, f.read(), out
 
 
 class Analysed(unittest.TestCase):
     """analyze.main run once on a copy of the class's RAW_DIR."""
-    RAW_DIR = RAW
+    RAW_DIR, COSTS = RAW, None
 
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="bench-analyze-")
-        cls.raw_run, cls.figures, cls.readme, cls.out = analyse_copy(cls.RAW_DIR, cls.tmp)
+        cls.raw_run, cls.figures, cls.readme, cls.out = analyse_copy(cls.RAW_DIR, cls.tmp,
+                                                                     cls.COSTS)
 
     @classmethod
     def tearDownClass(cls):
@@ -96,8 +102,8 @@ class AnalyzeTest(Analysed):
         series = self.figures["invert"][("series", "rollup:1")]
         self.assertAlmostEqual(series["mean"], 55.0)
         self.assertAlmostEqual(series["max"], 450.0)
-        verdicts = {(k, c): (mean_ok, max_ok)
-                    for k, c, _, _, mean_ok, max_ok in self.figures["invert_verdicts"]}
+        verdicts = {(v.kernel, v.cond): (v.mean_ok, v.max_ok)
+                    for v in self.figures["invert_verdicts"]}
         self.assertEqual(verdicts[("series", "rollup:1")], (True, True))
         self.assertEqual(verdicts[("stock", "rollup:1")], (False, False))
         # The +swap conditions are swap_verdicts', the +move ones move_verdicts'.
@@ -364,6 +370,44 @@ class AnalyzeTest(Analysed):
         self.assertEqual(bench_stats.percentile([3, 1, 2, 4], 0.5), 2)
         self.assertEqual(bench_stats.percentile(list(range(1, 101)), 0.99), 99)
         self.assertEqual(bench_stats.median([1, 2, 3, 10]), 2.5)
+
+
+class NativeCostTest(Analysed):
+    """testdata/run with a native boot's cost records as another source of
+    cost figures (testdata/native/cost.csv, see testdata/synthesise.py):
+    analyze.py --cost native=..., and icount.py --label native on it."""
+    COSTS = {"native": NATIVE}
+
+    def test_readme_column(self):
+        lines = self.readme.splitlines()
+        self.assertIn("| VMAs | RSS MiB | 1. smaps+C | 2. awk | 3. series rollup | 4. stock rollup "
+                      "| 5. status | 1/3 | 2/3 | 3/4 | 3/4 per round | 3/4 fastest reads | 3/5 | "
+                      "smaps series/stock | host 1/3 | host 2/3 | native series/stock |", lines)
+        self.assertIn("| 3999 | 17 | 60.0 | 200 | 2.000 | 1.600 | 0.100 | 30.0 | 100 | 1.250 | "
+                      "1.250 | 1.250 | 20.0 | 1.250 | – | – | 0.750 |", lines)
+        self.assertIn("| 15999 | 17 | 240 | 800 | 8.000 | 6.400 | 0.100 | 30.0 | 100 | 1.250 | "
+                      "1.250 | 1.250 | 80.0 | 1.250 | – | – | – |", lines)
+        self.assertIn("| every VMA resident | 3999 | 17 | 0 | 3.000 | 2.500 | 1.200 | 1.200 | "
+                      "1.000 | 1.000 | 2.400 | 1.250 | 1.000 | 0.100 | 1.250 |", lines)
+        self.assertEqual({(r["vmas"], r["rss"]): r["sources"]["native"]
+                          for r in self.figures["cost_rows"]
+                          if not math.isnan(r["sources"]["native"])},
+                         {(4000, "16"): 0.75, (4000, "16d"): 1.25})
+        with open(os.path.join(self.out, "cost.csv")) as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual([r["native_series_over_stock"] for r in rows][:2], ["0.7500", "nan"])
+
+    def test_icount_label_native(self):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            icount.main(["icount.py", "--label", "native", NATIVE])
+        self.assertEqual(out.getvalue(),
+                         "| cell | series, M ns | stock | series / stock | series min-max / median "
+                         "| maps | status |\n"
+                         "|---|---:|---:|---:|---|---:|---:|\n"
+                         "| 4000:16 | 0.30 | 0.40 | **0.750** | 0.967-1.033 | 0.20 | 5 k |\n"
+                         "| 4000:16d | 0.51 | 0.41 | **1.250** | 0.980-1.020 | 0.20 | 5 k |\n"
+                         "| 100:16 | 0.01 | 0.02 | **0.500** | 1.000-1.000 | 0.00 | 5 k |\n")
 
 
 def raw_rows(name, kind):

@@ -55,6 +55,14 @@ test_analyze.py knows every result:
   file 800, 4, 0 (bar missed); with UFFDIO_MOVE, series rollup 800, 0,
   0, stock's file 800, 40, 40 (bar met); no stock kernel figures.
 
+It also writes testdata/native/cost.csv, the cost records of one native
+boot (analyze.py --cost native=..., icount.py --label native), three reads
+of each method, interleaved, in ns: 4000:16 series rollup 290, 300 and
+310 µs, stock's file 400, 400 and 410 (0.750); 4000:16d series 500, 510
+and 520, stock's file 400, 408 and 410 (1.250); 100:16, a cell that run/
+does not have, 10 against 20 (0.500); maps 200 µs (3 at 100:16), status
+5 µs.
+
 Run it again after changing the raw format; it overwrites the files.
 """
 import array
@@ -145,7 +153,22 @@ def moves(kernel, reads):
     write(f"moves-{kernel}-r1.csv", lines)
 
 
+def native():
+    """testdata/native/cost.csv (see the docstring)."""
+    cells = {"4000,16,3999,17228": ((300, 290, 310), (400, 410, 400), 200),
+             "4000,16d,3999,17228": ((510, 500, 520), (408, 400, 410), 200),
+             "100,16,99,17272": ((10, 10, 10), (20, 20, 20), 3)}
+    lines = [f"cost,{cell},{method},{i},{us * 1000},17224"
+             for cell, (series, stock, maps) in cells.items() for i in range(3)
+             for method, us in (("rollup", series[i]), (SAME_BOOT, stock[i]), ("maps", maps),
+                                ("status", 5))]
+    os.makedirs(os.path.join(os.path.dirname(OUT), "native"), exist_ok=True)
+    with open(os.path.join(os.path.dirname(OUT), "native", "cost.csv"), "w") as f:
+        f.write("".join(line + "\n" for line in lines))
+
+
 def main():
+    native()
     os.makedirs(OUT, exist_ok=True)
     write("run.txt", ["plan,quick", "rounds,1", "models,voluntary full", "preempt_stock,1",
                       "stock_image,/k/stock/bzImage,2026-11-22 19:00:00,0123456789abcdef",
