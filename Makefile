@@ -1,5 +1,5 @@
 # Entry points; each target is one script under scripts/.
-.PHONY: run test test-debug bench bench-icount bench-trace patches check-copies check-series send help
+.PHONY: run test test-debug bench bench-icount bench-native bench-trace patches check-copies check-series send help
 
 run:			## build the series kernel, boot it, show a sample's rollup
 	@scripts/run
@@ -15,6 +15,9 @@ bench:			## benchmarks: stock against series, smaps against rollup
 
 bench-icount:		## the cost cells in instructions, series against stock, one boot
 	@scripts/bench-icount
+
+bench-native:		## the cost cells at native speed: User-Mode Linux, series against stock
+	@scripts/bench-native
 
 bench-trace:		## the inversion traced: where the mapper's waits for mmap_lock go
 	@scripts/bench-trace

@@ -31,7 +31,7 @@ table_lines() { awk '!/^#/ && NF' "$1"; }
 variant_names() { table_lines "$VARIANTS" | awk '{ print $1 }'; }
 
 # variant_field VARIANT N: field N of VARIANT's line (2 branch, 3 role,
-# 4 model, 5 bench, 6 fragments); fails for an unknown variant.
+# 4 model, 5 bench, 6 fragments, 7 arch); fails for an unknown variant.
 variant_field() {
 	table_lines "$VARIANTS" | awk -v v="$1" -v n="$2" '$1 == v { print $n; found = 1 }
 		END { exit !found }'
@@ -45,6 +45,13 @@ variant_role() { variant_field "$1" 3; }
 
 # variant_model VARIANT: its preemption model (kernels/models).
 variant_model() { variant_field "$1" 4; }
+
+# variant_arch VARIANT: its kbuild architecture, x86_64 or um.
+variant_arch() {
+	local a
+	a=$(variant_field "$1" 7) || return 1
+	echo "${a:-x86_64}"
+}
 
 # variant_fragments VARIANT: the paths of its config fragments, in order,
 # one per line.
@@ -95,9 +102,12 @@ model_option() {
 # scripts/build-kernel then builds.
 kernel_out() { echo "$KOUT/$1${KSRC_OVERRIDE:+-override}"; }
 
-# kernel_image VARIANT|BZIMAGE: the bzImage of a variant, or BZIMAGE as given.
+# kernel_image VARIANT|BZIMAGE: the bzImage of a variant (the linux
+# program of a UML one), or BZIMAGE as given.
 kernel_image() {
-	if variant_field "$1" 1 >/dev/null; then
+	if [ "$(variant_arch "$1" 2>/dev/null)" = um ]; then
+		echo "$(kernel_out "$1")/linux"
+	elif variant_field "$1" 1 >/dev/null; then
 		echo "$(kernel_out "$1")/arch/x86/boot/bzImage"
 	else
 		echo "$1"
@@ -113,12 +123,52 @@ kernel_vmlinux() {
 	img=$(kernel_image "$1")
 	case $img in
 	*/arch/x86/boot/bzImage) echo "${img%/arch/x86/boot/bzImage}/vmlinux" ;;
+	*/linux) echo "${img%/linux}/vmlinux" ;;
 	*) echo "$(dirname "$img")/vmlinux" ;;
 	esac
 }
 
 # kernel_config VARIANT: the .config of a built variant.
 kernel_config() { echo "$(kernel_out "$1")/.config"; }
+
+# vm_job TIMEOUT UID[:GID] VAR=VALUE... -- COMMAND [ARG...]: print the job
+# that a guest's init runs with bash (guest/init, guest/uml-init): COMMAND
+# in the current directory, with PATH, LANG and the VARs as its
+# environment, as UID when that is not empty, for at most TIMEOUT seconds.
+# The job writes "exit N" or "timeout" to the file $VMRUN_STATUS names.
+vm_job() {
+	local timeout=$1 uid=$2 env user=()
+	shift 2
+	env=("PATH=$PATH" "LANG=${LANG:-C.UTF-8}")
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		env+=("$1")
+		shift
+	done
+	shift
+	if [ -n "$uid" ]; then
+		env+=(HOME=/tmp)
+		user=(setpriv --reuid="${uid%%:*}" --regid="${uid#*:}" --clear-groups --)
+	else
+		env+=(HOME=/root)
+	fi
+	echo "# vm-run job, run by the guest's init"
+	printf 'dir=%q timeout=%d\n' "$PWD" "$timeout"
+	printf 'env=(%s)\nuser=(%s)\ncmd=(%s)\n' "$(quote "${env[@]}")" \
+		"$(quote "${user[@]}")" "$(quote "$@")"
+	cat <<'EOF'
+cd -- "$dir" || { echo "exit 125" >"$VMRUN_STATUS"; exit; }
+SECONDS=0 rc=0
+env -i "${env[@]}" timeout -k 10 "$timeout" "${user[@]}" "${cmd[@]}" || rc=$?
+if [ "$rc" -eq 124 ] && [ "$SECONDS" -ge "$timeout" ]; then
+	echo timeout
+else
+	echo "exit $rc"
+fi >"$VMRUN_STATUS"
+EOF
+}
+
+# quote ARG...: the ARGs quoted for bash, nothing for no ARG.
+quote() { [ $# -eq 0 ] || printf '%q ' "$@"; }
 
 # qemu_command ACCEL MEM_MIB CPUS BZIMAGE INITRAMFS STATUS_FILE [ARG...]:
 # set the array QEMU to the command line of a guest boot, the one
@@ -419,6 +469,16 @@ plan_programs() {
 		[[ ${p##*/} =~ $only ]] || continue
 		echo "$prefix${p##*/} $kind $limit $p"
 	done <"$progs"
+}
+
+# plan_has_workbench PLAN PREFIX: a failure for each workbench program
+# (workbench_progs) that PLAN does not run as PREFIXNAME: a build that
+# lost workbench_build would otherwise run fewer programs and pass.
+plan_has_workbench() {
+	local p
+	while IFS= read -r p; do
+		grep -q "^$2$p " "$1" || result fail "$2$p" "not built, so not run"
+	done < <(workbench_progs)
 }
 
 # plan_results PLAN OUT: record the results that guest/run-plan

@@ -14,6 +14,14 @@
 
 #include "smaps_rollup.h"
 
+static inline int sr_write_long(const char *path, long val)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%ld\n", val);
+	return sr_write_str(path, buf);
+}
+
 /* The value of @label in the smaps entry of the VMA starting at @addr. */
 static inline long long sr_smaps_vma_field(pid_t pid, unsigned long addr,
 					   const char *label)

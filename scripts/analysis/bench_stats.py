@@ -162,10 +162,28 @@ def same_boot_cells(reads):
         missing = [m for m in SAME_BOOT_METHODS if not by_method.get(m)]
         if missing:
             raise ValueError(f"cell {cell} has no reads of {', '.join(missing)}")
-        med = {m: median(by_method[m]) for m in SAME_BOOT_METHODS}
+        med = {m: median(v) for m, v in by_method.items() if v}
         series = by_method["rollup"]
         cells[cell] = dict(median=med, series_over_stock=med["rollup"] / med[SAME_BOOT_STOCK],
                            spread=(min(series) / med["rollup"], max(series) / med["rollup"]))
+    return cells
+
+
+def rounds_cells(rounds):
+    """Several rounds of same_boot_cells (ROUNDS, each a new target per
+    cell) per cell, in the first round's order: the median over the rounds
+    of each method's median and of the series' over stock's, that ratio's
+    range, and its median with the status control's time taken off both
+    reads (the read's fixed cost: under UML a system call is a ptrace stop
+    of the host, tens of microseconds)."""
+    cells = {}
+    for cell in rounds[0]:
+        per = [r[cell]["median"] for r in rounds if cell in r]
+        ratios = [m["rollup"] / m[SAME_BOOT_STOCK] for m in per]
+        less = [(m["rollup"] - m["status"]) / (m[SAME_BOOT_STOCK] - m["status"]) for m in per]
+        cells[cell] = dict(rounds=len(per), series_over_stock=median(ratios),
+                           range=(min(ratios), max(ratios)), less_status=median(less),
+                           median={k: median([m[k] for m in per]) for k in per[0]})
     return cells
 
 

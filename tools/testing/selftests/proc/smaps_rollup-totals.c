@@ -20,7 +20,6 @@
 #define MTHP_REGION	(16 * MIB)
 #define MTHP_FOLIOS	(MTHP_REGION / MTHP)
 #define MTHP_KB		SR_KB(MTHP_REGION)
-#define THP_DIR		"/sys/kernel/mm/transparent_hugepage/"
 
 /* --- The workloads, run inside the target --- */
 
@@ -383,11 +382,11 @@ TEST_F(rollup, thp_counts_anon_huge_pages)
 	char buf[256];
 	long pmd = 0;
 
-	if (sr_read_path(THP_DIR "enabled", buf, sizeof(buf)) < 0)
+	if (sr_read_path(SR_THP_DIR "enabled", buf, sizeof(buf)) < 0)
 		SKIP(return, "no transparent huge pages (CONFIG_TRANSPARENT_HUGEPAGE)");
 	if (strstr(buf, "[never]"))
 		SKIP(return, "transparent huge pages are disabled (enabled: never)");
-	ASSERT_EQ(0, sr_read_long(THP_DIR "hpage_pmd_size", &pmd));
+	ASSERT_EQ(0, sr_read_long(SR_THP_DIR "hpage_pmd_size", &pmd));
 	sr_assert_start(_metadata, &self->t, "thp", pmd);
 	sr_assert_step(_metadata, &self->t, 1, NULL);
 	sr_assert_read(_metadata, self->t.pid, &before);
@@ -439,7 +438,7 @@ TEST_F(rollup, pageout_shmem_counts_swap_not_swap_pss)
 
 /* --- 64 KiB folios (mTHP), counted a run of PTEs at a time --- */
 
-#define MTHP_DIR	THP_DIR "hugepages-64kB/"
+#define MTHP_DIR	SR_THP_DIR "hugepages-64kB/"
 
 FIXTURE(mthp) {
 	struct sr_target t;
@@ -462,9 +461,9 @@ FIXTURE_SETUP(mthp)
 	if (geteuid())
 		SKIP(return, "allocating 64 KiB folios needs root, to set %senabled",
 		     MTHP_DIR);
-	ASSERT_EQ(0, sr_read_long(THP_DIR "hpage_pmd_size", &pmd));
+	ASSERT_EQ(0, sr_read_long(SR_THP_DIR "hpage_pmd_size", &pmd));
 	snprintf(self->pmd_path, sizeof(self->pmd_path),
-		 THP_DIR "hugepages-%ldkB/enabled", pmd >> 10);
+		 SR_THP_DIR "hugepages-%ldkB/enabled", pmd >> 10);
 	ASSERT_EQ(0, sr_thp_setting(self->pmd_path, self->pmd, sizeof(self->pmd)));
 	ASSERT_EQ(0, sr_write_str(MTHP_DIR "enabled", "always"));
 	ASSERT_EQ(0, sr_write_str(self->pmd_path, "never"));

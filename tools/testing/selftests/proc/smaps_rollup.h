@@ -44,6 +44,7 @@
 #define MADV_POPULATE_WRITE	23
 #endif
 
+#define SR_THP_DIR		"/sys/kernel/mm/transparent_hugepage/"
 #define SR_KB(bytes)		((long long)((bytes) >> 10))
 
 /* Expected changes of each field in kB; SR_ANY for "not checked". */
@@ -140,14 +141,6 @@ static inline int sr_write_str(const char *path, const char *str)
 		ret = -errno;
 	close(fd);
 	return ret;
-}
-
-static inline int sr_write_long(const char *path, long val)
-{
-	char buf[32];
-
-	snprintf(buf, sizeof(buf), "%ld\n", val);
-	return sr_write_str(path, buf);
 }
 
 /* The value of @key ("SwapFree:", say) in /proc/meminfo, or -1. */
@@ -547,10 +540,15 @@ static inline int sr_page_out(char *p, size_t len)
 	return -EBUSY;
 }
 
-/* Keep khugepaged and THP faults out of 4 kB-page workloads: 0 or -errno. */
+/*
+ * Keep khugepaged and THP faults out of 4 kB-page workloads: 0 or -errno.
+ * A kernel without THP, whose pages are all 4 kB, refuses the advice.
+ */
 static inline int sr_nohuge(void *addr, size_t len)
 {
-	return madvise(addr, len, MADV_NOHUGEPAGE) ? -errno : 0;
+	if (!madvise(addr, len, MADV_NOHUGEPAGE))
+		return 0;
+	return errno == EINVAL && access(SR_THP_DIR, F_OK) ? 0 : -errno;
 }
 
 /* Anonymous memory of 4 kB pages, @flags MAP_PRIVATE or MAP_SHARED. */
