@@ -180,9 +180,12 @@ def rounds_cells(rounds):
     for cell in rounds[0]:
         per = [r[cell]["median"] for r in rounds if cell in r]
         ratios = [m["rollup"] / m[SAME_BOOT_STOCK] for m in per]
-        less = [(m["rollup"] - m["status"]) / (m[SAME_BOOT_STOCK] - m["status"]) for m in per]
+        # Not where stock's read is no dearer than status's.
+        less = [(m["rollup"] - m["status"]) / (m[SAME_BOOT_STOCK] - m["status"])
+                for m in per if m[SAME_BOOT_STOCK] > m["status"]]
         cells[cell] = dict(rounds=len(per), series_over_stock=median(ratios),
-                           range=(min(ratios), max(ratios)), less_status=median(less),
+                           range=(min(ratios), max(ratios)),
+                           less_status=median(less) if len(less) == len(per) else NAN,
                            median={k: median([m[k] for m in per]) for k in per[0]})
     return cells
 

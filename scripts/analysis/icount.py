@@ -18,6 +18,7 @@ with the status control's time taken off both reads. Load
 (bench_load.cost_file) -> compute (bench_stats.same_boot_cells, which
 analyze.py --cost uses too, and rounds_cells) -> write.
 """
+import math
 import sys
 
 import bench_load
@@ -67,9 +68,10 @@ def rounds_table(cells, unit):
     for cell, c in cells.items():
         med, (low, high) = c['median'], c['range']
         smaps = minstr(med['smaps']) if 'smaps' in med else '–'
-        print('| %s | %d | %s | %s | **%.3f** | %.3f-%.3f | %.3f | %s | %s | %s |' % (
+        less = '–' if math.isnan(c['less_status']) else '%.3f' % c['less_status']
+        print('| %s | %d | %s | %s | **%.3f** | %.3f-%.3f | %s | %s | %s | %s |' % (
             cell, c['rounds'], minstr(med[SERIES]), minstr(med[STOCK]), c['series_over_stock'],
-            low, high, c['less_status'], smaps, minstr(med['maps']),
+            low, high, less, smaps, minstr(med['maps']),
             '%.0f k' % (med['status'] / 1e3)))
 
 

@@ -1,39 +1,52 @@
 #!/usr/bin/env python3
-"""Check bench-read's cost records of quiescent targets: in each cell,
-every read of smaps_rollup and of stock's implementation beside it
-(smaps_rollup_stock) gave the same Pss.
+"""Check bench-read's cost records of quiescent targets: every read of
+smaps_rollup and of stock's implementation beside it (smaps_rollup_stock)
+of one target gave the same Pss.
 
     native_check.py COST_CSV...
 
-The records are guest/bench/records.h's "cost" lines. Exit status 0 when
-every cell has reads of both and one Pss among them all; one line says
-what was checked, or what differed.
+The records are guest/bench/records.h's "cost" lines; a target's start
+with its "fields" line. Targets are compared one by one, never with each
+other: the Pss of another round's target may differ (a page shared with
+a process that came or went). Exit status 0 when every target has reads
+of both and one Pss among them all; one line says what was checked, or
+what differed.
 """
 import sys
 
 METHODS = ('rollup', 'rollup=smaps_rollup_stock')
 
 
-def check(paths):
-    cells = {}
+def targets(paths):
+    """{(path, n, cell): {method: [Pss kB]}}, the Nth target of each file."""
+    found = {}
     for path in paths:
+        n = 0
         with open(path) as f:
             for line in f:
                 rec = line.rstrip('\n').split(',')
-                if rec[0] == 'cost' and len(rec) == 9 and rec[5] in METHODS:
-                    cell = cells.setdefault('%s:%s' % (rec[1], rec[2]), {m: [] for m in METHODS})
-                    cell[rec[5]].append(int(rec[8]))
-    if not cells:
+                if rec[0] == 'fields':
+                    n += 1
+                elif rec[0] == 'cost' and len(rec) == 9 and rec[5] in METHODS:
+                    key = (path, n, '%s:%s' % (rec[1], rec[2]))
+                    found.setdefault(key, {m: [] for m in METHODS})[rec[5]].append(int(rec[8]))
+    return found
+
+
+def check(paths):
+    found = targets(paths)
+    if not found:
         return False, 'no cost records in %s' % ' '.join(paths)
-    for name, reads in cells.items():
+    for (_, _, name), reads in found.items():
         if not all(reads.values()):
             return False, '%s: no read of %s' % (name, ' or '.join(m for m in METHODS if not reads[m]))
         seen = {m: sorted(set(v)) for m, v in reads.items()}
         if len(set(sum(seen.values(), []))) != 1:
             return False, '%s: Pss kB %s' % (name, ', '.join('%s %s' % kv for kv in seen.items()))
-    n = min(len(v) for reads in cells.values() for v in reads.values())
-    return True, '%d cells (%s), at least %d reads of each, one Pss per cell' % (
-        len(cells), ' '.join(cells), n)
+    cells = list(dict.fromkeys(k[2] for k in found))
+    n = min(len(v) for reads in found.values() for v in reads.values())
+    return True, '%d targets of %d cells (%s), at least %d reads of each, one Pss per target' % (
+        len(found), len(cells), ' '.join(cells), n)
 
 
 def main():

@@ -32,13 +32,25 @@ class NativeCheck(unittest.TestCase):
         ok, text = self.run_check(('rollup', 16384), ('rollup=smaps_rollup_stock', 16384),
                                   ('maps', 101), ('rollup', 16384))
         self.assertTrue(ok, text)
-        self.assertEqual(text, '1 cells (100:16), at least 1 reads of each, one Pss per cell')
+        self.assertEqual(text, '1 targets of 1 cells (100:16), at least 1 reads of each, '
+                         'one Pss per target')
 
     def test_a_differing_read_fails(self):
         ok, text = self.run_check(('rollup', 16384), ('rollup=smaps_rollup_stock', 16384),
                                   ('rollup', 16380))
         self.assertFalse(ok)
         self.assertIn('100:16: Pss kB rollup [16380, 16384]', text)
+
+    def test_targets_are_compared_one_by_one(self):
+        path = records(('rollup', 16384), ('rollup=smaps_rollup_stock', 16384))
+        other = records(('rollup', 16380), ('rollup=smaps_rollup_stock', 16380))
+        try:
+            ok, text = native_check.check([path, other])
+        finally:
+            os.unlink(path)
+            os.unlink(other)
+        self.assertTrue(ok, text)
+        self.assertTrue(text.startswith('2 targets of 1 cells (100:16)'), text)
 
     def test_a_missing_method_fails(self):
         ok, text = self.run_check(('rollup', 16384), ('status', 16400))
