@@ -177,31 +177,10 @@ static int map_stable(unsigned long *addr)
 	return 0;
 }
 
-/*
- * Step 1: the memory no one touches, and the churn threads, waiting.
- * Step 2: churn while the main thread forks and reaps children.
- */
-static int churn_step(int step, long arg, unsigned long *val)
-{
-	const struct race_churn churn = {
-		.map = map_stable,
-		.op = churn_op,
-		.threads = NR_THREADS,
-		.fork = true,
-	};
-
-	return race_churn_step(&churn, step, val);
-}
-
-#define CHURN_STEP(name, m)						\
-static int name##_step(int step, long arg, unsigned long *val)		\
-{									\
-	mode = m;							\
-	return churn_step(step, arg, val);				\
-}
-
-CHURN_STEP(churn_mixed, CHURN_MIXED)
-CHURN_STEP(churn_shmem, CHURN_SHMEM)
+RACE_CHURN_WORKLOAD(churn_mixed, mode, CHURN_MIXED, map_stable, churn_op,
+		    NR_THREADS)
+RACE_CHURN_WORKLOAD(churn_shmem, mode, CHURN_SHMEM, map_stable, churn_op,
+		    NR_THREADS)
 
 static const struct sr_workload workloads[] = {
 	/* clock_gettime() needs the vDSO; no exact Pss here anyway. */

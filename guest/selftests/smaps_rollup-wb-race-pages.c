@@ -172,31 +172,10 @@ static int map_churn(unsigned long *addr)
 	return 0;
 }
 
-/*
- * Step 1: the walked region, and the churn threads, waiting.  Step 2:
- * churn while the main thread forks and reaps children.
- */
-static int churn_step(int step, long arg, unsigned long *val)
-{
-	const struct race_churn churn = {
-		.map = map_churn,
-		.op = churn_op,
-		.threads = NR_THREADS,
-		.fork = true,
-	};
-
-	return race_churn_step(&churn, step, val);
-}
-
-#define CHURN_STEP(name, m)						\
-static int name##_step(int step, long arg, unsigned long *val)		\
-{									\
-	mode = m;							\
-	return churn_step(step, arg, val);				\
-}
-
-CHURN_STEP(pageout, CHURN_PAGEOUT)
-CHURN_STEP(thp_split, CHURN_THP_SPLIT)
+RACE_CHURN_WORKLOAD(pageout, mode, CHURN_PAGEOUT, map_churn, churn_op,
+		    NR_THREADS)
+RACE_CHURN_WORKLOAD(thp_split, mode, CHURN_THP_SPLIT, map_churn, churn_op,
+		    NR_THREADS)
 
 static const struct sr_workload workloads[] = {
 	{ "pageout", pageout_step, 0 },

@@ -230,6 +230,23 @@ static inline int race_churn_step(const struct race_churn *c, int step,
 	return __atomic_load_n(&race_churn_err, __ATOMIC_RELAXED);
 }
 
+/*
+ * The step function name##_step of a workload that sets @mode_var to @m,
+ * then churns: step 1, @map_fn maps what @nr threads of @op_fn work on,
+ * the threads waiting; step 2, they churn while the main thread forks and
+ * reaps children (race_churn_step()).
+ */
+#define RACE_CHURN_WORKLOAD(name, mode_var, m, map_fn, op_fn, nr)	\
+static int name##_step(int step, long arg, unsigned long *val)		\
+{									\
+	const struct race_churn churn = {				\
+		.map = map_fn, .op = op_fn, .threads = nr, .fork = true,	\
+	};								\
+									\
+	mode_var = m;							\
+	return race_churn_step(&churn, step, val);			\
+}
+
 /* --- The test side --- */
 
 /* The reading side: the file, a kept-open fd, how often it was read. */
