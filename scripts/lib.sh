@@ -70,20 +70,26 @@ bench_variant() {
 		END { exit n != 1 }'
 }
 
-# bench_series_kernel MODEL: what scripts/bench-icount and
-# scripts/bench-trace do first: the missing dependencies, the bench
-# programs ($BUILD/bench), and the series kernel that scripts/bench boots
-# in MODEL (a stock-beside variant), built when it is not up to date.
-# Prints the variant's name, and only that, on stdout.
-bench_series_kernel() {
-	local variant
+# bench_prepare VARIANT: what a benchmark does before it boots VARIANT:
+# the missing dependencies, the bench programs ($BUILD/bench), and the
+# kernel, built when it is not up to date. Prints nothing on stdout.
+bench_prepare() {
 	step "installing missing dependencies" "$REPO/scripts/deps" >&2
 	step "building the benchmark programs into $BUILD/bench (guest/bench/Makefile)" \
 		make -s -C "$REPO/guest/bench" OUTPUT="$BUILD/bench" >&2
+	step "building the $1 kernel (scripts/build-kernel; quick when it is up to date)" \
+		"$REPO/scripts/build-kernel" "$1" >/dev/null
+}
+
+# bench_series_kernel MODEL: what scripts/bench-icount and
+# scripts/bench-trace do first: bench_prepare of the series kernel that
+# scripts/bench boots in MODEL (a stock-beside variant). Prints the
+# variant's name, and only that, on stdout.
+bench_series_kernel() {
+	local variant
 	variant=$(bench_variant series "$1") ||
 		die "kernels/variants has not exactly one bench variant of role series in model $1"
-	step "building the $variant kernel (scripts/build-kernel; quick when it is up to date)" \
-		"$REPO/scripts/build-kernel" "$variant" >/dev/null
+	bench_prepare "$variant"
 	echo "$variant"
 }
 

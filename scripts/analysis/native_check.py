@@ -14,22 +14,24 @@ what differed.
 """
 import sys
 
-METHODS = ('rollup', 'rollup=smaps_rollup_stock')
+import bench_load
+
+METHODS = ('rollup', bench_load.SAME_BOOT_STOCK)
 
 
 def targets(paths):
-    """{(path, n, cell): {method: [Pss kB]}}, the Nth target of each file."""
+    """{(path, n, cell): {method: [Pss kB]}}, the Nth target of each file
+    (bench_load.csv_records, by the names of records.h)."""
     found = {}
     for path in paths:
         n = 0
-        with open(path) as f:
-            for line in f:
-                rec = line.rstrip('\n').split(',')
-                if rec[0] == 'fields':
-                    n += 1
-                elif rec[0] == 'cost' and len(rec) == 9 and rec[5] in METHODS:
-                    key = (path, n, '%s:%s' % (rec[1], rec[2]))
-                    found.setdefault(key, {m: [] for m in METHODS})[rec[5]].append(int(rec[8]))
+        for kind, rec in bench_load.csv_records(path, 'fields', 'cost'):
+            if kind == 'fields':
+                n += 1
+            elif rec['method'] in METHODS:
+                key = (path, n, '%s:%s' % (rec['vmas'], rec['rss_mib']))
+                found.setdefault(key, {m: [] for m in METHODS})[rec['method']].append(
+                    int(rec['pss_kb']))
     return found
 
 
